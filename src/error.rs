@@ -1,0 +1,102 @@
+//! The one error type of the crate.
+//!
+//! Every variant carries what a user needs to act: which store, which record,
+//! which check failed, and what was expected.
+
+use std::path::PathBuf;
+
+/// Result alias used across the crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong opening, reading, writing or sampling a store.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The store (or one of its files) does not exist.
+    #[error("{store}: not found ({what})")]
+    NotFound { store: String, what: String },
+
+    /// `create` found a directory that already holds a store or other files.
+    #[error("{store}: already exists (choose a new or empty directory)")]
+    AlreadyExists { store: String },
+
+    /// Another process holds the store's lock (a writer while reading, or readers while creating).
+    #[error("{store}: store busy ({why}); wait for the other process to finish")]
+    Busy { store: String, why: &'static str },
+
+    /// The store's files break a rule of the format.
+    #[error("{store}: bad format: {check}")]
+    BadFormat { store: String, check: String },
+
+    /// The header says no record was ever published while data follows it.
+    #[error(
+        "{store}: unpublished build (the writer did not close): the header holds 0 records \
+         but {detail}; rebuild the store"
+    )]
+    Unpublished { store: String, detail: String },
+
+    /// One record's bytes do not decode to what its location says.
+    #[error("{store}: corrupt record {index}: {why}")]
+    CorruptRecord { store: String, index: u64, why: String },
+
+    /// A record larger than the format allows (2^31 bytes decoded, 2^32-1 stored).
+    #[error("{store}: record {index} too large: {bytes} bytes (at most {max})")]
+    RecordTooLarge { store: String, index: u64, bytes: u64, max: u64 },
+
+    /// An append would push offsets or counts past what the format can address.
+    #[error("{store}: store full: {why}")]
+    StoreFull { store: String, why: String },
+
+    /// An index at or past the end of the store.
+    #[error("{store}: index {index} out of range (store has {len} records)")]
+    IndexOutOfRange { store: String, index: u64, len: u64 },
+
+    /// The caller passed something that cannot work (wrong buffer size, bad shape, bad dtype).
+    #[error("{store}: invalid argument: {why}")]
+    InvalidArgument { store: String, why: String },
+
+    /// zstd's dictionary trainer failed (too few or too uniform samples).
+    #[error("dictionary training failed: {why}")]
+    DictTraining { why: String },
+
+    /// An operating-system error, with the file it happened on.
+    #[error("{path}: {op}: {source}")]
+    Io {
+        path: PathBuf,
+        op: &'static str,
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// A remote store answered something we cannot use (HTTP status, headers, length).
+    #[error("{url}: {why}")]
+    Remote { url: String, why: String },
+
+    /// A remote store's file changed since it was opened.
+    #[error("{url}: store changed on the server since it was opened ({why}); reopen it")]
+    StoreChanged { url: String, why: String },
+
+    /// The caller cancelled the operation.
+    #[error("cancelled")]
+    Cancelled,
+
+    /// A sampler or loader parameter is out of range.
+    #[error("invalid sampler/loader setting: {0}")]
+    Config(String),
+
+    /// A loader worker failed; carries the stream and step.
+    #[error("loader stream {stream:?} step {step}: {source}")]
+    Loader {
+        stream: String,
+        step: u64,
+        #[source]
+        source: Box<Error>,
+    },
+}
+
+impl Error {
+    /// Attach a store name to a core error produced without one.
+    pub(crate) fn io(path: impl Into<PathBuf>, op: &'static str, source: std::io::Error) -> Self {
+        Error::Io { path: path.into(), op, source }
+    }
+}
