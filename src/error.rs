@@ -10,6 +10,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Everything that can go wrong opening, reading, writing or sampling a store.
 #[derive(Debug, thiserror::Error)]
+#[allow(missing_docs)] // field names (store, index, why) speak for themselves
 #[non_exhaustive]
 pub enum Error {
     /// The store (or one of its files) does not exist.
@@ -37,11 +38,20 @@ pub enum Error {
 
     /// One record's bytes do not decode to what its location says.
     #[error("{store}: corrupt record {index}: {why}")]
-    CorruptRecord { store: String, index: u64, why: String },
+    CorruptRecord {
+        store: String,
+        index: u64,
+        why: String,
+    },
 
     /// A record larger than the format allows (2^31 bytes decoded, 2^32-1 stored).
     #[error("{store}: record {index} too large: {bytes} bytes (at most {max})")]
-    RecordTooLarge { store: String, index: u64, bytes: u64, max: u64 },
+    RecordTooLarge {
+        store: String,
+        index: u64,
+        bytes: u64,
+        max: u64,
+    },
 
     /// An append would push offsets or counts past what the format can address.
     #[error("{store}: store full: {why}")]
@@ -97,6 +107,10 @@ pub enum Error {
 impl Error {
     /// Attach a store name to a core error produced without one.
     pub(crate) fn io(path: impl Into<PathBuf>, op: &'static str, source: std::io::Error) -> Self {
-        Error::Io { path: path.into(), op, source }
+        Error::Io {
+            path: path.into(),
+            op,
+            source,
+        }
     }
 }

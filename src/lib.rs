@@ -1,7 +1,24 @@
 //! zrecord: random-access record stores for ML training data.
 //!
-//! Stores are byte-compatible with loaderx 2.0.1 (see `FORMAT.md`).
+//! A store is a directory (`meta.zr`, `data.zr`, optional `dict.zr`) holding
+//! an append-only sequence of NumPy-typed records, byte-compatible with the
+//! Python package loaderx 2.0.1.
 #![deny(unsafe_code)]
+#![warn(missing_docs)]
 
+pub mod batch;
+pub mod codec;
 pub mod error;
+pub mod format;
+pub mod source;
+
+cfg_if::cfg_if! {
+    if #[cfg(feature = "native")] {
+        pub mod reader;
+        pub use reader::{Backend, OpenOptions, Store};
+    }
+}
+
+pub use batch::{Batch, DenseBatch, RaggedBatch};
 pub use error::{Error, Result};
+pub use format::{Codec, DType, Geometry, Kind};

@@ -1,0 +1,68 @@
+//! C zstd: per-thread decompression contexts, dictionaries digested once.
+
+use std::cell::RefCell;
+use zstd::zstd_safe::{self, DCtx, DDict};
+
+/// A digested decompression dictionary, shared by every thread of one store.
+pub struct Dict {
+    ddict: DDict<'static>,
+}
+
+impl Dict {
+    /// Digest dictionary bytes (as stored in `dict.zr`).
+    ///
+    /// # Errors
+    /// A message when zstd rejects the dictionary.
+    pub fn new(bytes: &[u8]) -> Result<Dict, String> {
+        DDict::try_create(bytes)
+            .map(|ddict| Dict { ddict })
+            .ok_or_else(|| "zstd could not load dict.zr as a dictionary".to_string())
+    }
+}
+
+impl std::fmt::Debug for Dict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Dict")
+    }
+}
+
+thread_local! {
+    static DCTX: RefCell<DCtx<'static>> = RefCell::new(DCtx::create());
+}
+
+/// Decode one complete frame into `dst`, which must be exactly its content size.
+///
+/// # Errors
+/// A message when the frame is damaged, declares another size, or decodes to
+/// fewer or more bytes than `dst`.
+pub fn decompress_exact(src: &[u8], dst: &mut [u8], dict: Option<&Dict>) -> Result<(), String> {
+    match zstd_safe::get_frame_content_size(src) {
+        Ok(Some(n)) if n == dst.len() as u64 => {}
+        Ok(Some(n)) => {
+            return Err(format!(
+                "zstd frame declares {n} bytes, location says {}",
+                dst.len()
+            ))
+        }
+        Ok(None) => {}
+        Err(_) => return Err("not a zstd frame (bad magic or header)".into()),
+    }
+    let got = DCTX.with(|ctx| {
+        let mut ctx = ctx.borrow_mut();
+        match dict {
+            Some(d) => ctx.decompress_using_ddict(dst, src, &d.ddict),
+            None => ctx.decompress(dst, src),
+        }
+    });
+    match got {
+        Ok(n) if n == dst.len() => Ok(()),
+        Ok(n) => Err(format!(
+            "zstd frame decoded to {n} bytes, expected {}",
+            dst.len()
+        )),
+        Err(code) => Err(format!(
+            "zstd frame does not decode: {}",
+            zstd_safe::get_error_name(code)
+        )),
+    }
+}

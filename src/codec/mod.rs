@@ -1,0 +1,16 @@
+//! Codec selection: which zstd implementation decodes (and encodes) frames.
+//!
+//! Native builds use C zstd (the `zstd` crate) with per-thread reusable
+//! contexts; other targets (wasm32) use the pure-Rust `ruzstd`. Both expose
+//! the same names, so the format core never knows which one it calls.
+
+pub mod pure;
+
+cfg_if::cfg_if! {
+    if #[cfg(feature = "native")] {
+        pub mod c;
+        pub use c::{decompress_exact, Dict};
+    } else {
+        pub use pure::{decompress_exact, Dict};
+    }
+}

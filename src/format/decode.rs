@@ -1,0 +1,210 @@
+//! Decoding stored records into the caller's buffer, and assembling batches.
+
+use super::{dtype::DType, header::Codec, loc::RecordLoc, ragged, store_info::StoreInfo};
+use crate::codec::{self, Dict};
+use crate::{Error, Result};
+use std::ops::Range;
+
+/// Decode one stored record (`src`, its `phys_length` bytes) into `dst`
+/// (exactly `logic_length` bytes).
+///
+/// # Errors
+/// `CorruptRecord` when the frame fails or decodes to another size.
+pub fn decode_record(
+    info: &StoreInfo,
+    index: u64,
+    dict: Option<&Dict>,
+    src: &[u8],
+    dst: &mut [u8],
+) -> Result<()> {
+    let corrupt = |why: String| Error::CorruptRecord {
+        store: info.name.clone(),
+        index,
+        why,
+    };
+    match info.codec() {
+        Codec::Raw => {
+            if src.len() != dst.len() {
+                return Err(corrupt(format!(
+                    "{} stored bytes for {} decoded",
+                    src.len(),
+                    dst.len()
+                )));
+            }
+            dst.copy_from_slice(src);
+            Ok(())
+        }
+        Codec::Zstd => codec::decompress_exact(src, dst, None).map_err(corrupt),
+        Codec::ZstdDict => codec::decompress_exact(src, dst, dict).map_err(corrupt),
+    }
+}
+
+/// Check a Dense record's location against the row width.
+pub fn check_dense_loc(
+    info: &StoreInfo,
+    index: u64,
+    loc: &RecordLoc,
+    row_bytes: u64,
+) -> Result<()> {
+    loc.validate(&info.name, index, info.codec(), info.header.tail_offset)?;
+    if u64::from(loc.logic_length) != row_bytes {
+        return Err(Error::CorruptRecord {
+            store: info.name.clone(),
+            index,
+            why: format!(
+                "logic_length {} is not the row width {row_bytes}",
+                loc.logic_length
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// A byte buffer aligned to 8 bytes, so any numeric dtype can be viewed in place.
+#[derive(Clone, Default)]
+pub struct AlignedBytes {
+    words: Vec<u64>,
+    len: usize,
+}
+
+impl AlignedBytes {
+    /// A zeroed buffer of `len` bytes.
+    pub fn zeroed(len: usize) -> AlignedBytes {
+        AlignedBytes {
+            words: vec![0u64; len.div_ceil(8)],
+            len,
+        }
+    }
+    /// Resize to `len` bytes, reusing the allocation when it is large enough.
+    pub fn resize(&mut self, len: usize) {
+        self.words.resize(len.div_ceil(8), 0);
+        self.len = len;
+    }
+    /// Shorten to `len` bytes (keeps the allocation).
+    pub fn truncate(&mut self, len: usize) {
+        self.len = self.len.min(len);
+    }
+    /// The bytes.
+    pub fn as_slice(&self) -> &[u8] {
+        &bytemuck::cast_slice(&self.words)[..self.len]
+    }
+    /// The bytes, mutable.
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        &mut bytemuck::cast_slice_mut(&mut self.words)[..self.len]
+    }
+    /// Length in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    /// Whether the buffer holds no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl std::fmt::Debug for AlignedBytes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "AlignedBytes({} bytes)", self.len)
+    }
+}
+
+/// A gathered Ragged batch: every payload in one aligned allocation, with
+/// per-record offsets and shapes.
+#[derive(Clone, Debug, Default)]
+pub struct RaggedBatch {
+    pub(crate) data: AlignedBytes,
+    pub(crate) spans: Vec<Range<usize>>,
+    pub(crate) dims: Vec<u64>,
+    pub(crate) dim_starts: Vec<usize>,
+}
+
+impl RaggedBatch {
+    /// Number of records.
+    pub fn len(&self) -> usize {
+        self.spans.len()
+    }
+    /// Whether the batch holds no records.
+    pub fn is_empty(&self) -> bool {
+        self.spans.is_empty()
+    }
+    /// Record `i`'s shape and payload bytes.
+    ///
+    /// # Panics
+    /// If `i >= len()`, like slice indexing.
+    pub fn record(&self, i: usize) -> (&[u64], &[u8]) {
+        (self.shape(i), &self.data.as_slice()[self.spans[i].clone()])
+    }
+    /// Record `i`'s shape.
+    pub fn shape(&self, i: usize) -> &[u64] {
+        &self.dims[self.dim_starts[i]..self.dim_starts[i + 1]]
+    }
+    /// All payload bytes (records are aligned for the dtype, with padding between).
+    pub fn values(&self) -> &[u8] {
+        self.data.as_slice()
+    }
+    /// Byte range of each record's payload inside `values()`.
+    pub fn spans(&self) -> &[Range<usize>] {
+        &self.spans
+    }
+    /// Iterate `(shape, bytes)` per record.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = (&[u64], &[u8])> + '_ {
+        (0..self.len()).map(|i| self.record(i))
+    }
+}
+
+/// Where each record of a Ragged gather is decoded before compaction.
+///
+/// Slots are spaced so that compaction only ever moves payloads towards the
+/// start of the buffer: one allocation, no second copy of the batch.
+pub fn ragged_slots(locs: &[RecordLoc]) -> Result<(Vec<Range<usize>>, usize), String> {
+    let mut at: usize = 0;
+    let mut slots = Vec::with_capacity(locs.len());
+    for loc in locs {
+        let len = loc.logic_length as usize;
+        slots.push(at..at + len);
+        at = at
+            .checked_add(len.next_multiple_of(8) + 8)
+            .ok_or_else(|| "batch larger than the address space".to_string())?;
+    }
+    Ok((slots, at))
+}
+
+/// Turn decoded records sitting in their slots of `out.data` into a packed
+/// batch: parse each shape prefix and move the payload down to its aligned
+/// place. Reuses `out`'s vectors.
+///
+/// # Errors
+/// `CorruptRecord` for a prefix that does not fit its record.
+pub fn compact_ragged(
+    info: &StoreInfo,
+    indices: &[u64],
+    slots: &[Range<usize>],
+    out: &mut RaggedBatch,
+) -> Result<()> {
+    let dtype: &DType = info.dtype();
+    let align = dtype.alignment();
+    out.dims.clear();
+    out.dim_starts.clear();
+    out.spans.clear();
+    out.dim_starts.push(0);
+    let mut at = 0usize;
+    for (slot, &index) in slots.iter().zip(indices) {
+        let buf = out.data.as_mut_slice();
+        let head =
+            ragged::parse_prefix(&buf[slot.clone()], dtype, &mut out.dims).map_err(|why| {
+                Error::CorruptRecord {
+                    store: info.name.clone(),
+                    index,
+                    why,
+                }
+            })?;
+        let start = at.next_multiple_of(align);
+        let len = slot.len() - head;
+        buf.copy_within(slot.start + head..slot.end, start);
+        out.spans.push(start..start + len);
+        out.dim_starts.push(out.dims.len());
+        at = start + len;
+    }
+    out.data.truncate(at);
+    Ok(())
+}

@@ -1,0 +1,599 @@
+//! The native reader: opens a store directory and gathers records by index,
+//! on the calling thread for small batches and across all cores for large ones.
+
+use crate::batch::{Batch, DenseBatch, RaggedBatch};
+use crate::codec::Dict;
+use crate::format::decode::{self, AlignedBytes};
+use crate::format::store_info::FileSizes;
+use crate::format::{
+    dtype::Element, Codec, DType, Geometry, RecordLoc, StoreInfo, LOC_SIZE, PAGE_SIZE,
+};
+use crate::source::{mmap::MmapSource, pread::PreadSource, ByteSource};
+use crate::{Error, Result};
+use rayon::prelude::*;
+use std::cell::RefCell;
+use std::fs::{File, TryLockError};
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// How a store's files are read.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Backend {
+    /// Memory-mapped (zero-copy); the default.
+    #[default]
+    Mmap,
+    /// Positional reads (`pread`), for file systems where mapping is unwelcome.
+    Pread,
+}
+
+impl std::str::FromStr for Backend {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "mmap" => Ok(Backend::Mmap),
+            "pread" => Ok(Backend::Pread),
+            _ => Err(format!("unknown backend {s:?} (expected mmap or pread)")),
+        }
+    }
+}
+
+/// Options for [`Store::open_with`].
+#[derive(Clone, Copy, Debug)]
+pub struct OpenOptions {
+    /// How to read the files.
+    pub backend: Backend,
+    /// Take loaderx's shared `flock` on `meta.zr` (default true).
+    pub lock: bool,
+}
+
+impl Default for OpenOptions {
+    fn default() -> Self {
+        OpenOptions {
+            backend: Backend::Mmap,
+            lock: true,
+        }
+    }
+}
+
+/// Location tables larger than this are read entry by entry instead of being
+/// loaded at open (pread backend only; mmap reads them in place).
+const MAX_OWNED_TABLE: u64 = 256 << 20;
+/// Batches with at least this many decoded bytes fan out across threads
+/// (raw copies are cheap, so they need more work to pay for the hand-off).
+const PAR_BYTES_RAW: usize = 4 << 20;
+const PAR_BYTES_ZSTD: usize = 128 << 10;
+/// Largest dictionary accepted from `dict.zr` (loaderx's largest tier is 1 MiB).
+const MAX_DICT_BYTES: u64 = 64 << 20;
+
+/// An open store, safe to share between threads (`&Store` gathers concurrently).
+pub struct Store {
+    info: StoreInfo,
+    dir: PathBuf,
+    meta: Box<dyn ByteSource>,
+    data: Box<dyn ByteSource>,
+    table: Option<Vec<u8>>,
+    dict: Option<Dict>,
+    dict_bytes: Option<Vec<u8>>,
+    _lock: Option<File>,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store")
+            .field("path", &self.dir)
+            .field("len", &self.len())
+            .field("dtype", &self.dtype().as_str())
+            .field("codec", &self.codec())
+            .finish()
+    }
+}
+
+thread_local! {
+    /// Per-thread buffer for compressed records read with pread.
+    static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+fn open_file(store: &str, dir: &Path, name: &str) -> Result<Option<File>> {
+    let path = dir.join(name);
+    match File::open(&path) {
+        Ok(f) => Ok(Some(f)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(Error::io(path, "open", e)).map_err(|e| {
+            let _ = store;
+            e
+        }),
+    }
+}
+
+impl Store {
+    /// Open a store directory with the default options (mmap, shared lock).
+    ///
+    /// # Errors
+    /// `NotFound`, `Busy` (a writer holds the store), `BadFormat`,
+    /// `Unpublished`, or `Io`.
+    ///
+    /// ```
+    /// # let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/fixtures/loaderx-2.0.1/dense-f32-zstd");
+    /// let store = zrecord::Store::open(dir)?;
+    /// let batch = store.gather(&[3, 0, 3])?;
+    /// assert_eq!(batch.shape(), &[3, 2, 5]);
+    /// let values: &[f32] = batch.as_slice()?;
+    /// assert_eq!(values.len(), 30);
+    /// # Ok::<(), zrecord::Error>(())
+    /// ```
+    pub fn open(dir: impl AsRef<Path>) -> Result<Store> {
+        Store::open_with(dir, OpenOptions::default())
+    }
+
+    /// Open a store directory.
+    ///
+    /// # Errors
+    /// As [`Store::open`].
+    pub fn open_with(dir: impl AsRef<Path>, options: OpenOptions) -> Result<Store> {
+        let dir = dir.as_ref().to_path_buf();
+        let name = dir.display().to_string();
+        if !dir.is_dir() {
+            return Err(Error::NotFound {
+                store: name,
+                what: "no such store directory".into(),
+            });
+        }
+        let Some(meta_file) = open_file(&name, &dir, "meta.zr")? else {
+            return Err(Error::NotFound {
+                store: name,
+                what: "meta.zr is missing".into(),
+            });
+        };
+        if options.lock {
+            match meta_file.try_lock_shared() {
+                Ok(()) => {}
+                Err(TryLockError::WouldBlock) => {
+                    return Err(Error::Busy {
+                        store: name,
+                        why: "a writer holds it",
+                    })
+                }
+                Err(TryLockError::Error(e)) => {
+                    return Err(Error::io(dir.join("meta.zr"), "lock", e))
+                }
+            }
+        }
+        let Some(data_file) = open_file(&name, &dir, "data.zr")? else {
+            return Err(Error::BadFormat {
+                store: name,
+                check: "data.zr is missing".into(),
+            });
+        };
+        let dict_file = open_file(&name, &dir, "dict.zr")?;
+        let source = |file: &File, which: &str| -> Result<Box<dyn ByteSource>> {
+            let path = dir.join(which);
+            Ok(match options.backend {
+                Backend::Mmap => {
+                    Box::new(MmapSource::new(file).map_err(|e| Error::io(&path, "mmap", e))?)
+                }
+                Backend::Pread => Box::new(
+                    PreadSource::new(file.try_clone().map_err(|e| Error::io(&path, "open", e))?)
+                        .map_err(|e| Error::io(&path, "stat", e))?,
+                ),
+            })
+        };
+        let meta = source(&meta_file, "meta.zr")?;
+        let data = source(&data_file, "data.zr")?;
+        let dict_bytes = match &dict_file {
+            Some(f) => {
+                let path = dir.join("dict.zr");
+                let size = f.metadata().map_err(|e| Error::io(&path, "stat", e))?.len();
+                if size > MAX_DICT_BYTES {
+                    return Err(Error::BadFormat {
+                        store: name,
+                        check: format!(
+                            "dict.zr is {size} bytes (dictionaries are at most {MAX_DICT_BYTES})"
+                        ),
+                    });
+                }
+                let mut bytes = vec![0u8; size as usize];
+                f.read_exact_at_start(&mut bytes)
+                    .map_err(|e| Error::io(&path, "read", e))?;
+                Some(bytes)
+            }
+            None => None,
+        };
+        let mut store = Store::from_sources(name, meta, data, dict_bytes)?;
+        store.dir = dir;
+        store._lock = options.lock.then_some(meta_file);
+        Ok(store)
+    }
+
+    /// Open a store over any byte sources (in-memory bytes, custom backends).
+    /// `name` is what errors call the store.
+    ///
+    /// # Errors
+    /// `BadFormat`, `Unpublished` or `Io`, as [`Store::open`].
+    pub fn from_sources(
+        name: impl Into<String>,
+        meta: Box<dyn ByteSource>,
+        data: Box<dyn ByteSource>,
+        dict_bytes: Option<Vec<u8>>,
+    ) -> Result<Store> {
+        let name = name.into();
+        let sizes = FileSizes {
+            meta: meta.size(),
+            data: data.size(),
+            dict: dict_bytes.as_ref().map(|d| d.len() as u64),
+        };
+        let mut head = vec![0u8; sizes.meta.min(PAGE_SIZE) as usize];
+        meta.read_exact_at(0, &mut head)
+            .map_err(|e| Error::io(&name, "read meta.zr", e))?;
+        let info = StoreInfo::parse(&name, &head, sizes)?;
+        let dict = match (&dict_bytes, info.codec()) {
+            (Some(bytes), Codec::ZstdDict) => {
+                Some(Dict::new(bytes).map_err(|why| Error::BadFormat {
+                    store: name.clone(),
+                    check: why,
+                })?)
+            }
+            _ => None,
+        };
+        let table_len = info.len() * LOC_SIZE;
+        let table = if meta.slice(PAGE_SIZE, table_len as usize).is_none()
+            && table_len <= MAX_OWNED_TABLE
+        {
+            let mut t = vec![0u8; table_len as usize];
+            meta.read_exact_at(PAGE_SIZE, &mut t)
+                .map_err(|e| Error::io(&name, "read meta.zr", e))?;
+            Some(t)
+        } else {
+            None
+        };
+        Ok(Store {
+            dir: PathBuf::from(&name),
+            info,
+            meta,
+            data,
+            table,
+            dict,
+            dict_bytes,
+            _lock: None,
+        })
+    }
+
+    /// Validated Header, schema and sizes.
+    pub fn info(&self) -> &StoreInfo {
+        &self.info
+    }
+    /// The store directory.
+    pub fn path(&self) -> &Path {
+        &self.dir
+    }
+    /// Number of records.
+    pub fn len(&self) -> u64 {
+        self.info.len()
+    }
+    /// Whether the store holds no records.
+    pub fn is_empty(&self) -> bool {
+        self.info.is_empty()
+    }
+    /// Element type, exactly as stored (never byte-swapped).
+    pub fn dtype(&self) -> &DType {
+        self.info.dtype()
+    }
+    /// Dense (with `item_shape`) or Ragged.
+    pub fn geometry(&self) -> &Geometry {
+        self.info.geometry()
+    }
+    /// `item_shape` of a Dense store.
+    pub fn item_shape(&self) -> Option<&[u64]> {
+        match self.geometry() {
+            Geometry::Dense { item_shape } => Some(item_shape),
+            Geometry::Ragged => None,
+        }
+    }
+    /// Record codec.
+    pub fn codec(&self) -> Codec {
+        self.info.codec()
+    }
+    /// The dictionary bytes of a `zstd_dict` store.
+    pub fn dict_bytes(&self) -> Option<&[u8]> {
+        self.dict_bytes.as_deref()
+    }
+    /// The schema's MsgPack bytes as stored.
+    pub fn schema_bytes(&self) -> &[u8] {
+        &self.info.schema_bytes
+    }
+
+    /// Record `index`'s location, validated.
+    ///
+    /// # Errors
+    /// `IndexOutOfRange`, `BadFormat` for a location breaking a rule, `Io`.
+    pub fn loc(&self, index: u64) -> Result<RecordLoc> {
+        self.info.check_indices(&[index])?;
+        let loc = self.loc_unchecked(index)?;
+        loc.validate(
+            &self.info.name,
+            index,
+            self.codec(),
+            self.info.header.tail_offset,
+        )?;
+        Ok(loc)
+    }
+
+    fn loc_unchecked(&self, index: u64) -> Result<RecordLoc> {
+        if let Some(t) = &self.table {
+            return Ok(RecordLoc::from_table(t, index as usize));
+        }
+        let at = RecordLoc::position(index);
+        if let Some(s) = self.meta.slice(at, 16) {
+            return Ok(RecordLoc::decode(s.try_into().expect("16 bytes")));
+        }
+        let mut b = [0u8; 16];
+        self.meta
+            .read_exact_at(at, &mut b)
+            .map_err(|e| self.io_err("meta.zr", e))?;
+        Ok(RecordLoc::decode(&b))
+    }
+
+    fn io_err(&self, file: &str, e: io::Error) -> Error {
+        Error::io(self.dir.join(file), "read", e)
+    }
+
+    /// Read and decode one record whose location is validated into `dst`.
+    fn read_record(&self, index: u64, loc: &RecordLoc, dst: &mut [u8]) -> Result<()> {
+        let phys = loc.phys_length as usize;
+        if let Some(src) = self.data.slice(loc.offset, phys) {
+            return decode::decode_record(&self.info, index, self.dict.as_ref(), src, dst);
+        }
+        if self.codec() == Codec::Raw {
+            return self
+                .data
+                .read_exact_at(loc.offset, dst)
+                .map_err(|e| self.io_err("data.zr", e));
+        }
+        SCRATCH.with(|s| {
+            let mut s = s.borrow_mut();
+            s.resize(phys, 0);
+            self.data
+                .read_exact_at(loc.offset, &mut s)
+                .map_err(|e| self.io_err("data.zr", e))?;
+            decode::decode_record(&self.info, index, self.dict.as_ref(), &s, dst)
+        })
+    }
+
+    fn row_bytes(&self) -> Result<usize> {
+        match (self.geometry(), self.info.row_bytes()) {
+            (Geometry::Dense { .. }, Some(r)) => {
+                usize::try_from(r).map_err(|_| self.invalid("row too large"))
+            }
+            _ => Err(self.invalid("this is a Ragged store; use gather_ragged")),
+        }
+    }
+
+    fn invalid(&self, why: &str) -> Error {
+        Error::InvalidArgument {
+            store: self.info.name.clone(),
+            why: why.to_string(),
+        }
+    }
+
+    fn parallel(&self, total_bytes: usize, n: usize) -> bool {
+        let threshold = if self.codec() == Codec::Raw {
+            PAR_BYTES_RAW
+        } else {
+            PAR_BYTES_ZSTD
+        };
+        n > 1 && total_bytes >= threshold && rayon::current_num_threads() > 1
+    }
+
+    /// Gather Dense records into `out`, which must hold exactly
+    /// `indices.len() * row_bytes` bytes. Indices may repeat and come in any order.
+    ///
+    /// # Errors
+    /// `IndexOutOfRange` (before any read), `InvalidArgument` for a Ragged
+    /// store or a wrong buffer size, `BadFormat`/`CorruptRecord`, `Io`.
+    pub fn gather_into(&self, indices: &[u64], out: &mut [u8]) -> Result<()> {
+        let row = self.row_bytes()?;
+        if out.len() != indices.len() * row {
+            return Err(self.invalid(&format!(
+                "output buffer is {} bytes, {} records of {row} bytes need {}",
+                out.len(),
+                indices.len(),
+                indices.len() * row
+            )));
+        }
+        self.info.check_indices(indices)?;
+        if row == 0 || indices.is_empty() {
+            return Ok(());
+        }
+        let one = |(dst, &index): (&mut [u8], &u64)| -> Result<()> {
+            let loc = self.loc_unchecked(index)?;
+            decode::check_dense_loc(&self.info, index, &loc, row as u64)?;
+            self.read_record(index, &loc, dst)
+        };
+        if self.parallel(out.len(), indices.len()) {
+            out.par_chunks_mut(row)
+                .zip(indices.par_iter())
+                .with_min_len(8)
+                .try_for_each(one)
+        } else {
+            out.chunks_mut(row).zip(indices.iter()).try_for_each(one)
+        }
+    }
+
+    /// Gather Dense records into a typed buffer of `indices.len() * prod(item_shape)` items.
+    ///
+    /// # Errors
+    /// As [`Store::gather_into`], and `InvalidArgument` when `T` is not the dtype.
+    pub fn gather_into_typed<T: Element>(&self, indices: &[u64], out: &mut [T]) -> Result<()> {
+        if !self.dtype().matches::<T>() {
+            return Err(self.invalid(&format!(
+                "cannot gather {} items into [{}]",
+                self.dtype(),
+                std::any::type_name::<T>()
+            )));
+        }
+        self.gather_into(indices, bytemuck::cast_slice_mut(out))
+    }
+
+    /// Gather Dense records into a new batch.
+    ///
+    /// # Errors
+    /// As [`Store::gather_into`].
+    pub fn gather(&self, indices: &[u64]) -> Result<DenseBatch> {
+        let mut batch = DenseBatch::new(self.dtype().clone());
+        self.gather_dense_batch(indices, &mut batch)?;
+        Ok(batch)
+    }
+
+    /// Gather Dense records into `batch`, reusing its buffer.
+    ///
+    /// # Errors
+    /// As [`Store::gather_into`].
+    pub fn gather_dense_batch(&self, indices: &[u64], batch: &mut DenseBatch) -> Result<()> {
+        let row = self.row_bytes()?;
+        let item_shape = self.item_shape().unwrap_or(&[]);
+        batch.data.resize(indices.len() * row);
+        batch.shape.clear();
+        batch.shape.push(indices.len() as u64);
+        batch.shape.extend_from_slice(item_shape);
+        batch.dtype.clone_from(self.dtype());
+        self.gather_into(indices, batch.data.as_mut_slice())
+    }
+
+    /// Gather Ragged records into a new packed batch.
+    ///
+    /// # Errors
+    /// `IndexOutOfRange` (before any read), `InvalidArgument` for a Dense
+    /// store, `BadFormat`/`CorruptRecord`, `Io`.
+    pub fn gather_ragged(&self, indices: &[u64]) -> Result<RaggedBatch> {
+        let mut batch = RaggedBatch::default();
+        self.gather_ragged_into(indices, &mut batch)?;
+        Ok(batch)
+    }
+
+    /// Gather Ragged records into `batch`, reusing its buffers.
+    ///
+    /// # Errors
+    /// As [`Store::gather_ragged`].
+    pub fn gather_ragged_into(&self, indices: &[u64], batch: &mut RaggedBatch) -> Result<()> {
+        if !matches!(self.geometry(), Geometry::Ragged) {
+            return Err(self.invalid("this is a Dense store; use gather"));
+        }
+        self.info.check_indices(indices)?;
+        let locs = indices
+            .iter()
+            .map(|&i| {
+                let loc = self.loc_unchecked(i)?;
+                loc.validate(
+                    &self.info.name,
+                    i,
+                    self.codec(),
+                    self.info.header.tail_offset,
+                )?;
+                Ok(loc)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let (slots, total) = decode::ragged_slots(&locs).map_err(|why| self.invalid(&why))?;
+        batch.data.resize(total);
+        let mut parts = Vec::with_capacity(slots.len());
+        let mut rest = batch.data.as_mut_slice();
+        let mut at = 0;
+        for slot in &slots {
+            let (_, tail) = rest.split_at_mut(slot.start - at);
+            let (mine, tail) = tail.split_at_mut(slot.len());
+            parts.push(mine);
+            rest = tail;
+            at = slot.end;
+        }
+        let one = |((dst, &index), loc): ((&mut &mut [u8], &u64), &RecordLoc)| {
+            self.read_record(index, loc, dst)
+        };
+        if self.parallel(total, indices.len()) {
+            parts
+                .par_iter_mut()
+                .zip(indices.par_iter())
+                .zip(locs.par_iter())
+                .with_min_len(4)
+                .try_for_each(one)?;
+        } else {
+            parts
+                .iter_mut()
+                .zip(indices.iter())
+                .zip(locs.iter())
+                .try_for_each(one)?;
+        }
+        decode::compact_ragged(&self.info, indices, &slots, batch)
+    }
+
+    /// Gather into either kind of batch (the loader's entry point).
+    ///
+    /// # Errors
+    /// As [`Store::gather_into`] / [`Store::gather_ragged`].
+    pub fn gather_batch_into(&self, indices: &[u64], batch: &mut Batch) -> Result<()> {
+        match self.geometry() {
+            Geometry::Dense { .. } => {
+                if !matches!(batch, Batch::Dense(_)) {
+                    *batch = Batch::Dense(DenseBatch::new(self.dtype().clone()));
+                }
+                let Batch::Dense(b) = batch else {
+                    unreachable!("set above")
+                };
+                self.gather_dense_batch(indices, b)
+            }
+            Geometry::Ragged => {
+                if !matches!(batch, Batch::Ragged(_)) {
+                    *batch = Batch::Ragged(RaggedBatch::default());
+                }
+                let Batch::Ragged(b) = batch else {
+                    unreachable!("set above")
+                };
+                self.gather_ragged_into(indices, b)
+            }
+        }
+    }
+
+    /// One record: its shape and payload bytes (no shape prefix).
+    ///
+    /// # Errors
+    /// As the gathers.
+    pub fn get(&self, index: u64) -> Result<(Vec<u64>, AlignedBytes)> {
+        match self.geometry() {
+            Geometry::Dense { item_shape } => {
+                let b = self.gather(&[index])?;
+                Ok((item_shape.clone(), b.data))
+            }
+            Geometry::Ragged => {
+                let b = self.gather_ragged(&[index])?;
+                let (shape, bytes) = b.record(0);
+                let mut data = AlignedBytes::zeroed(bytes.len());
+                data.as_mut_slice().copy_from_slice(bytes);
+                Ok((shape.to_vec(), data))
+            }
+        }
+    }
+
+    /// Stored bytes of the published records (sum of `phys_length`), which
+    /// equals `tail_offset` for stores written by loaderx and zrecord.
+    pub fn stored_bytes(&self) -> u64 {
+        self.info.header.tail_offset
+    }
+
+    /// Decoded bytes of every record (sum of `logic_length`), reading every location.
+    ///
+    /// # Errors
+    /// `Io` on a failed read.
+    pub fn logical_bytes(&self) -> Result<u64> {
+        (0..self.len()).try_fold(0u64, |acc, i| {
+            Ok(acc + u64::from(self.loc_unchecked(i)?.logic_length))
+        })
+    }
+}
+
+/// `read_exact` from the start of a file without moving a shared cursor.
+trait ReadAtStart {
+    fn read_exact_at_start(&self, buf: &mut [u8]) -> io::Result<()>;
+}
+
+impl ReadAtStart for File {
+    fn read_exact_at_start(&self, buf: &mut [u8]) -> io::Result<()> {
+        std::os::unix::fs::FileExt::read_exact_at(self, buf, 0)
+    }
+}

@@ -1,0 +1,52 @@
+//! Memory-mapped files: reads are slices of the map, so a raw record is copied
+//! once (map → output) and a compressed one is decoded straight from the map.
+
+use super::ByteSource;
+use std::fs::File;
+use std::io;
+
+/// A read-only memory map of a whole file.
+#[derive(Debug)]
+pub struct MmapSource {
+    map: Option<memmap2::Mmap>,
+}
+
+impl MmapSource {
+    /// Map an open file (an empty file maps to nothing).
+    ///
+    /// # Errors
+    /// When the file cannot be mapped.
+    pub fn new(file: &File) -> io::Result<Self> {
+        if file.metadata()?.len() == 0 {
+            return Ok(MmapSource { map: None });
+        }
+        // SAFETY: stores are append-only and published files are never
+        // rewritten in place; the reader holds loaderx's shared flock on
+        // meta.zr, which writers take exclusively, so no cooperating process
+        // truncates or modifies the mapped bytes while the map lives.
+        #[allow(unsafe_code)]
+        let map = unsafe { memmap2::Mmap::map(file)? };
+        Ok(MmapSource { map: Some(map) })
+    }
+
+    fn bytes(&self) -> &[u8] {
+        self.map.as_deref().unwrap_or(&[])
+    }
+}
+
+impl ByteSource for MmapSource {
+    fn size(&self) -> u64 {
+        self.bytes().len() as u64
+    }
+    fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        super::check_range(self.size(), offset, buf.len())?;
+        let start = offset as usize;
+        buf.copy_from_slice(&self.bytes()[start..start + buf.len()]);
+        Ok(())
+    }
+    fn slice(&self, offset: u64, len: usize) -> Option<&[u8]> {
+        super::check_range(self.size(), offset, len).ok()?;
+        let start = offset as usize;
+        Some(&self.bytes()[start..start + len])
+    }
+}
