@@ -10,6 +10,7 @@ pub mod batch;
 pub mod codec;
 pub mod error;
 pub mod format;
+pub mod remote;
 pub mod source;
 
 cfg_if::cfg_if! {
@@ -18,6 +19,9 @@ cfg_if::cfg_if! {
         pub use reader::{Backend, OpenOptions, Store};
     }
 }
+
+#[cfg(target_arch = "wasm32")]
+pub mod wasm;
 
 pub use batch::{Batch, DenseBatch, RaggedBatch};
 pub use error::{Error, Result};

@@ -493,16 +493,7 @@ impl Store {
             .collect::<Result<Vec<_>>>()?;
         let (slots, total) = decode::ragged_slots(&locs).map_err(|why| self.invalid(&why))?;
         batch.data.resize(total);
-        let mut parts = Vec::with_capacity(slots.len());
-        let mut rest = batch.data.as_mut_slice();
-        let mut at = 0;
-        for slot in &slots {
-            let (_, tail) = rest.split_at_mut(slot.start - at);
-            let (mine, tail) = tail.split_at_mut(slot.len());
-            parts.push(mine);
-            rest = tail;
-            at = slot.end;
-        }
+        let mut parts = decode::slot_parts(batch.data.as_mut_slice(), &slots);
         let one = |((dst, &index), loc): ((&mut &mut [u8], &u64), &RecordLoc)| {
             self.read_record(index, loc, dst)
         };

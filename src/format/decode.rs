@@ -169,6 +169,22 @@ pub fn ragged_slots(locs: &[RecordLoc]) -> Result<(Vec<Range<usize>>, usize), St
     Ok((slots, at))
 }
 
+/// Split `buf` into one mutable part per slot (slots sorted and disjoint, as
+/// [`ragged_slots`] makes them), so each record can be decoded in place.
+pub fn slot_parts<'a>(buf: &'a mut [u8], slots: &[Range<usize>]) -> Vec<&'a mut [u8]> {
+    let mut parts = Vec::with_capacity(slots.len());
+    let mut rest = buf;
+    let mut at = 0;
+    for slot in slots {
+        let (_, tail) = std::mem::take(&mut rest).split_at_mut(slot.start - at);
+        let (mine, tail) = tail.split_at_mut(slot.len());
+        parts.push(mine);
+        rest = tail;
+        at = slot.end;
+    }
+    parts
+}
+
 /// Turn decoded records sitting in their slots of `out.data` into a packed
 /// batch: parse each shape prefix and move the payload down to its aligned
 /// place. Reuses `out`'s vectors.

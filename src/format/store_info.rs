@@ -65,12 +65,7 @@ impl StoreInfo {
                 sizes.meta, header.length
             )));
         }
-        if sizes.data < header.tail_offset {
-            return Err(bad(format!(
-                "data.zr is {} bytes, shorter than tail_offset {}",
-                sizes.data, header.tail_offset
-            )));
-        }
+        check_data_size(name, &header, sizes.data)?;
         match (header.codec, sizes.dict) {
             (Codec::ZstdDict, None) => {
                 return Err(bad("codec zstd_dict but dict.zr is missing".into()))
@@ -84,14 +79,7 @@ impl StoreInfo {
             && header.tail_offset == 0
             && (sizes.meta > PAGE_SIZE || sizes.data > 0)
         {
-            return Err(Error::Unpublished {
-                store: name.to_string(),
-                detail: format!(
-                    "meta.zr holds {} bytes of locations and data.zr {} bytes",
-                    sizes.meta.saturating_sub(PAGE_SIZE),
-                    sizes.data
-                ),
-            });
+            return Err(unpublished(name, sizes.meta, sizes.data));
         }
         if let Geometry::Dense { .. } = schema.geometry {
             if schema.row_bytes().is_none() {
@@ -105,6 +93,21 @@ impl StoreInfo {
             schema_bytes,
             sizes,
         })
+    }
+
+    /// Apply the open-time rules about `data.zr`'s size on their own, for
+    /// drivers that learn the size after opening (the HTTP reader takes it
+    /// from the first data response instead of spending a request at open).
+    ///
+    /// # Errors
+    /// `BadFormat` when `data.zr` is shorter than `tail_offset`, `Unpublished`
+    /// for an empty store with data after it.
+    pub fn check_data_size(&self, data: u64) -> Result<()> {
+        check_data_size(&self.name, &self.header, data)?;
+        if self.header.length == 0 && self.header.tail_offset == 0 && data > 0 {
+            return Err(unpublished(&self.name, self.sizes.meta, data));
+        }
+        Ok(())
     }
 
     /// Number of published records.
@@ -143,5 +146,28 @@ impl StoreInfo {
             }),
             None => Ok(()),
         }
+    }
+}
+
+fn check_data_size(name: &str, header: &Header, data: u64) -> Result<()> {
+    if data < header.tail_offset {
+        return Err(Error::BadFormat {
+            store: name.to_string(),
+            check: format!(
+                "data.zr is {data} bytes, shorter than tail_offset {}",
+                header.tail_offset
+            ),
+        });
+    }
+    Ok(())
+}
+
+fn unpublished(name: &str, meta: u64, data: u64) -> Error {
+    Error::Unpublished {
+        store: name.to_string(),
+        detail: format!(
+            "meta.zr holds {} bytes of locations and data.zr {data} bytes",
+            meta.saturating_sub(PAGE_SIZE)
+        ),
     }
 }
