@@ -106,6 +106,7 @@ pub enum Error {
 
 impl Error {
     /// Attach a store name to a core error produced without one.
+    #[allow(dead_code)] // the native drivers use it; a wasm build has none
     pub(crate) fn io(path: impl Into<PathBuf>, op: &'static str, source: std::io::Error) -> Self {
         Error::Io {
             path: path.into(),

@@ -93,12 +93,10 @@ pub(crate) fn judge(req: &RangeRequest, resp: RangeResponse) -> Result<Ranged, F
                 what: format!("HTTP {}", resp.status),
             }))
         }
-        401 => {
-            return Err(fatal(
-                "unauthorized (HTTP 401): the server wants credentials (pass them as extra headers)"
-                    .into(),
-            ))
-        }
+        401 => return Err(fatal(
+            "unauthorized (HTTP 401): the server wants credentials (pass them as extra headers)"
+                .into(),
+        )),
         403 => {
             return Err(fatal(
                 "forbidden (HTTP 403): the server refuses to serve this file (check its \
@@ -115,7 +113,11 @@ pub(crate) fn judge(req: &RangeRequest, resp: RangeResponse) -> Result<Ranged, F
         408 | 429 | 500..=599 => {
             return Err(Fail::Retry(format!("HTTP {} from the server", resp.status)))
         }
-        s => return Err(fatal(format!("unexpected HTTP status {s} to a Range request"))),
+        s => {
+            return Err(fatal(format!(
+                "unexpected HTTP status {s} to a Range request"
+            )))
+        }
     }
     let Some(cr) = resp.content_range.as_deref() else {
         return Err(fatal(format!(
@@ -188,19 +190,35 @@ mod tests {
 
     #[test]
     fn accepts_exact_and_clamped() {
-        assert_eq!(why(judge(&req(0, 9), resp(206, Some("bytes 0-9/100"), 10))), "ok 10 of 100");
-        assert_eq!(why(judge(&req(0, 99), resp(206, Some("bytes 0-4/5"), 5))), "ok 5 of 5");
-        assert_eq!(why(judge(&req(5, 9), resp(416, Some("bytes */5"), 0))), "ok 0 of 5");
+        assert_eq!(
+            why(judge(&req(0, 9), resp(206, Some("bytes 0-9/100"), 10))),
+            "ok 10 of 100"
+        );
+        assert_eq!(
+            why(judge(&req(0, 99), resp(206, Some("bytes 0-4/5"), 5))),
+            "ok 5 of 5"
+        );
+        assert_eq!(
+            why(judge(&req(5, 9), resp(416, Some("bytes */5"), 0))),
+            "ok 0 of 5"
+        );
     }
 
     #[test]
     fn rejects_the_rest() {
-        assert!(why(judge(&req(0, 9), resp(200, None, 10))).contains("does not support HTTP Range requests"));
-        assert!(why(judge(&req(0, 9), resp(206, Some("bytes 1-10/100"), 10))).contains("Content-Range"));
-        assert!(why(judge(&req(0, 9), resp(206, Some("bytes 0-5/100"), 6))).contains("Content-Range"));
+        assert!(why(judge(&req(0, 9), resp(200, None, 10)))
+            .contains("does not support HTTP Range requests"));
+        assert!(
+            why(judge(&req(0, 9), resp(206, Some("bytes 1-10/100"), 10))).contains("Content-Range")
+        );
+        assert!(
+            why(judge(&req(0, 9), resp(206, Some("bytes 0-5/100"), 6))).contains("Content-Range")
+        );
         assert!(why(judge(&req(0, 9), resp(206, Some("bytes 0-9/100"), 4))).contains("truncated"));
         assert!(why(judge(&req(0, 9), resp(206, Some("bytes 0-9/*"), 10))).contains("unreadable"));
-        assert!(why(judge(&req(0, 9), resp(206, None, 10))).contains("Access-Control-Expose-Headers"));
+        assert!(
+            why(judge(&req(0, 9), resp(206, None, 10))).contains("Access-Control-Expose-Headers")
+        );
         assert!(why(judge(&req(0, 9), resp(503, None, 0))).starts_with("retry"));
         assert!(why(judge(&req(0, 9), resp(404, None, 0))).contains("not found"));
         assert!(why(judge(&req(0, 9), resp(403, None, 0))).contains("forbidden"));

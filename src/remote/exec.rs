@@ -121,7 +121,12 @@ mod tests {
 
     /// A future that is pending `n` times (waking itself) before yielding `v`,
     /// tracking how many run at once.
-    fn after<T: 'static>(n: usize, v: T, live: Rc<Cell<usize>>, peak: Rc<Cell<usize>>) -> LocalBoxFuture<'static, Result<T>> {
+    fn after<T: 'static>(
+        n: usize,
+        v: T,
+        live: Rc<Cell<usize>>,
+        peak: Rc<Cell<usize>>,
+    ) -> LocalBoxFuture<'static, Result<T>> {
         let mut left = n;
         let mut started = false;
         let mut v = Some(v);

@@ -111,7 +111,11 @@ impl HttpClient {
         let job: Job = Box::new(move || sender.send(job()));
         // If the workers are gone the job is dropped, and so is its sender:
         // the receiver then sees the slot closed.
-        let _ = self.jobs.lock().unwrap_or_else(|e| e.into_inner()).send(job);
+        let _ = self
+            .jobs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .send(job);
         Oneshot(slot)
     }
 }

@@ -219,7 +219,10 @@ impl<C: RangeClient> RemoteStore<C> {
         let header = Header::parse(&name, &head.bytes)?;
         let mut dict_bytes = None;
         if header.codec == Codec::ZstdDict {
-            match conn.fetch(File::Dict, 0..MAX_DICT_BYTES + 1, true, None).await {
+            match conn
+                .fetch(File::Dict, 0..MAX_DICT_BYTES + 1, true, None)
+                .await
+            {
                 Ok(d) if d.total > MAX_DICT_BYTES => {
                     return Err(Error::BadFormat {
                         store: name,
@@ -389,8 +392,9 @@ impl<C: RangeClient> RemoteStore<C> {
                 .iter()
                 .map(|f| {
                     let range = f.range.clone();
-                    Box::pin(async move { Ok(self.conn.fetch(File::Meta, range, false, None).await?.bytes) })
-                        as LocalBoxFuture<'_, Result<Vec<u8>>>
+                    Box::pin(async move {
+                        Ok(self.conn.fetch(File::Meta, range, false, None).await?.bytes)
+                    }) as LocalBoxFuture<'_, Result<Vec<u8>>>
                 })
                 .collect();
             let mut fetched: Vec<(u64, Arc<[u8]>)> = Vec::with_capacity(missing.len());
@@ -438,13 +442,22 @@ impl<C: RangeClient> RemoteStore<C> {
         parts: &mut [&mut [u8]],
     ) -> Result<()> {
         let ranges: Vec<Range<u64>> = locs.iter().map(|l| l.offset..l.end()).collect();
-        let fetches = coalesce(&ranges, self.conn.options.max_gap, self.conn.options.max_request);
+        let fetches = coalesce(
+            &ranges,
+            self.conn.options.max_gap,
+            self.conn.options.max_request,
+        );
         let futures: Vec<LocalBoxFuture<'_, Result<Vec<u8>>>> = fetches
             .iter()
             .map(|f| {
                 let range = f.range.clone();
-                Box::pin(async move { Ok(self.conn.fetch(File::Data, range, false, Some(&self.info)).await?.bytes) })
-                    as LocalBoxFuture<'_, Result<Vec<u8>>>
+                Box::pin(async move {
+                    Ok(self
+                        .conn
+                        .fetch(File::Data, range, false, Some(&self.info))
+                        .await?
+                        .bytes)
+                }) as LocalBoxFuture<'_, Result<Vec<u8>>>
             })
             .collect();
         for_each_bounded(futures, self.conn.options.concurrency, |k, bytes| {
@@ -493,7 +506,12 @@ impl<C: RangeClient> RemoteStore<C> {
         let indices: Vec<u64> = (start..end).collect();
         let locs = self.locate(&indices).await?;
         for (&i, loc) in indices.iter().zip(&locs) {
-            loc.validate(&self.info.name, i, self.codec(), self.info.header.tail_offset)?;
+            loc.validate(
+                &self.info.name,
+                i,
+                self.codec(),
+                self.info.header.tail_offset,
+            )?;
         }
         Ok(locs)
     }
@@ -546,7 +564,9 @@ impl<C: RangeClient> RemoteStore<C> {
         batch.data.resize(indices.len() * row);
         batch.shape.clear();
         batch.shape.push(indices.len() as u64);
-        batch.shape.extend_from_slice(self.item_shape().unwrap_or(&[]));
+        batch
+            .shape
+            .extend_from_slice(self.item_shape().unwrap_or(&[]));
         batch.dtype.clone_from(self.dtype());
         self.gather_into(indices, batch.data.as_mut_slice()).await
     }
@@ -572,7 +592,12 @@ impl<C: RangeClient> RemoteStore<C> {
         self.info.check_indices(indices)?;
         let locs = self.locate(indices).await?;
         for (&i, loc) in indices.iter().zip(&locs) {
-            loc.validate(&self.info.name, i, self.codec(), self.info.header.tail_offset)?;
+            loc.validate(
+                &self.info.name,
+                i,
+                self.codec(),
+                self.info.header.tail_offset,
+            )?;
         }
         let (slots, total) = decode::ragged_slots(&locs).map_err(|why| self.invalid(&why))?;
         batch.data.resize(total);
@@ -675,7 +700,10 @@ impl<C: RangeClient> Conn<C> {
         for attempt in 0..attempts {
             if attempt > 0 {
                 add(&self.counters.retries, 1);
-                let wait = self.options.backoff.saturating_mul(1 << (attempt - 1).min(16));
+                let wait = self
+                    .options
+                    .backoff
+                    .saturating_mul(1 << (attempt - 1).min(16));
                 self.client.sleep(wait.min(Duration::from_secs(10))).await;
             }
             add(&self.counters.requests, 1);
@@ -767,7 +795,6 @@ impl<C: RangeClient> Conn<C> {
         }
         Ok(got)
     }
-
 }
 
 #[cfg(test)]
@@ -776,8 +803,14 @@ mod tests {
 
     #[test]
     fn urls() {
-        assert_eq!(split_url("http://h/s"), ("http://h/s/".into(), String::new()));
-        assert_eq!(split_url("http://h/s/"), ("http://h/s/".into(), String::new()));
+        assert_eq!(
+            split_url("http://h/s"),
+            ("http://h/s/".into(), String::new())
+        );
+        assert_eq!(
+            split_url("http://h/s/"),
+            ("http://h/s/".into(), String::new())
+        );
         assert_eq!(
             split_url("http://h/s/meta.zr?sig=1#x"),
             ("http://h/s/".into(), "?sig=1".into())
