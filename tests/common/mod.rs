@@ -1,7 +1,9 @@
 //! Shared test helpers: the loaderx fixtures and their manifest.
 #![allow(dead_code)]
 
-use serde_json::Value;
+mod manifest;
+
+pub use manifest::FixtureStore;
 use std::path::{Path, PathBuf};
 
 /// `../shared/fixtures/loaderx-2.0.1`
@@ -9,87 +11,30 @@ pub fn fixtures_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/loaderx-2.0.1")
 }
 
-/// One store of the manifest.
-#[derive(Debug, Clone)]
-pub struct FixtureStore {
-    pub name: String,
-    pub kind: String,
-    pub dtype: String,
-    pub item_shape: Option<Vec<u64>>,
-    pub codec: String,
-    pub len: u64,
-    pub expected: Vec<u8>,
-    /// (shape, offset, nbytes) per record.
-    pub records: Vec<(Vec<u64>, usize, usize)>,
-}
-
 impl FixtureStore {
     pub fn path(&self) -> PathBuf {
         fixtures_dir().join(&self.name)
     }
-    /// Record `i`'s payload as stored. The manifest holds NumPy's view of
-    /// `|S` scalars, which drops trailing NUL bytes; stores keep the full item.
-    pub fn record_bytes(&self, i: usize) -> Vec<u8> {
-        let (shape, off, n) = &self.records[i];
-        let mut bytes = self.expected[*off..*off + *n].to_vec();
-        if let Some(size) = self.dtype.strip_prefix("|S") {
-            let items: usize = shape.iter().product::<u64>() as usize;
-            bytes.resize(items * size.parse::<usize>().unwrap(), 0);
-        }
-        bytes
-    }
 }
 
-fn shape(v: &Value) -> Vec<u64> {
-    v.as_array()
-        .unwrap()
-        .iter()
-        .map(|d| d.as_u64().unwrap())
-        .collect()
+fn manifest_bytes() -> Vec<u8> {
+    std::fs::read(fixtures_dir().join("manifest.json")).unwrap()
 }
 
 /// Every published store of the manifest, with its expected bytes.
 pub fn fixtures() -> Vec<FixtureStore> {
-    let dir = fixtures_dir();
-    let m: Value =
-        serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap();
-    m["stores"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| FixtureStore {
-            name: s["name"].as_str().unwrap().into(),
-            kind: s["kind"].as_str().unwrap().into(),
-            dtype: s["dtype"].as_str().unwrap().into(),
-            item_shape: s.get("item_shape").map(shape),
-            codec: s["codec"].as_str().unwrap().into(),
-            len: s["len"].as_u64().unwrap(),
-            expected: std::fs::read(dir.join(s["expected"].as_str().unwrap())).unwrap(),
-            records: s["records"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|r| {
-                    (
-                        shape(&r["shape"]),
-                        r["offset"].as_u64().unwrap() as usize,
-                        r["nbytes"].as_u64().unwrap() as usize,
-                    )
-                })
-                .collect(),
+    let m = manifest_bytes();
+    let expected = manifest::expected_files(&m)
+        .into_iter()
+        .map(|f| {
+            let bytes = std::fs::read(fixtures_dir().join(&f)).unwrap();
+            (f, bytes)
         })
-        .collect()
+        .collect();
+    manifest::parse(&m, &expected)
 }
 
 /// Names of the unpublished builds in the manifest.
 pub fn unpublished() -> Vec<String> {
-    let m: Value =
-        serde_json::from_slice(&std::fs::read(fixtures_dir().join("manifest.json")).unwrap())
-            .unwrap();
-    m["unpublished"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_str().unwrap().to_string())
-        .collect()
+    manifest::unpublished(&manifest_bytes())
 }

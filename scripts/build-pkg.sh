@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Build the browser package pkg/ (wasm-bindgen API of src/wasm.rs, ruzstd
+# decoder) reproducibly. With --check, build into a scratch directory and fail
+# if the committed pkg/ differs from the fresh build.
+#
+# Reproducible: source paths are remapped (no checkout path or cargo home in
+# the .wasm), one codegen unit, no debug info, tool versions pinned by
+# Cargo.lock and .ci/install (wasm-pack 0.15.1, wasm-bindgen 0.2.130).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+check=0
+[ "${1:-}" = "--check" ] && check=1
+
+export CARGO_PROFILE_RELEASE_DEBUG=false
+export CARGO_PROFILE_RELEASE_OPT_LEVEL=s
+export CARGO_PROFILE_RELEASE_LTO=true
+export CARGO_PROFILE_RELEASE_CODEGEN_UNITS=1
+export CARGO_PROFILE_RELEASE_PANIC=abort
+export CARGO_PROFILE_RELEASE_STRIP=debuginfo
+cargo_home=${CARGO_HOME:-$HOME/.cargo}
+export RUSTFLAGS="--remap-path-prefix=$root=/zrecord --remap-path-prefix=$cargo_home=/cargo --remap-path-prefix=$HOME=/home"
+# A separate target dir: these flags would otherwise invalidate other builds.
+export CARGO_TARGET_DIR=${ZRECORD_PKG_TARGET:-${CARGO_TARGET_DIR:-$root/target}/pkg-build}
+
+out=$root/pkg
+if [ $check = 1 ]; then
+  scratch=$(mktemp -d)
+  trap 'rm -rf "$scratch"' EXIT
+  out=$scratch/pkg
+fi
+
+cargo fetch --quiet
+wasm-pack build --target web --mode no-install --release --out-dir "$out" . -- --no-default-features
+# wasm-pack writes a .gitignore of '*' into the package: pkg/ is committed.
+rm -f "$out/.gitignore"
+
+wasm=$out/zrecord_bg.wasm
+echo "pkg: $(wc -c < "$wasm") bytes zrecord_bg.wasm, $(gzip -9 -c "$wasm" | wc -c) gzipped"
+
+if [ $check = 1 ]; then
+  if ! diff -r "$root/pkg" "$out"; then
+    echo "pkg/ is stale or the build is not reproducible: run scripts/build-pkg.sh and commit pkg/" >&2
+    exit 1
+  fi
+  echo "pkg/ matches a fresh build"
+fi
