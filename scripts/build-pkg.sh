@@ -13,11 +13,11 @@ check=0
 [ "${1:-}" = "--check" ] && check=1
 
 export CARGO_PROFILE_RELEASE_DEBUG=false
-export CARGO_PROFILE_RELEASE_OPT_LEVEL=s
+export CARGO_PROFILE_RELEASE_OPT_LEVEL=z
 export CARGO_PROFILE_RELEASE_LTO=true
 export CARGO_PROFILE_RELEASE_CODEGEN_UNITS=1
 export CARGO_PROFILE_RELEASE_PANIC=abort
-export CARGO_PROFILE_RELEASE_STRIP=debuginfo
+export CARGO_PROFILE_RELEASE_STRIP=symbols
 cargo_home=${CARGO_HOME:-$HOME/.cargo}
 export RUSTFLAGS="--remap-path-prefix=$root=/zrecord --remap-path-prefix=$cargo_home=/cargo --remap-path-prefix=$HOME=/home"
 # A separate target dir: these flags would otherwise invalidate other builds.

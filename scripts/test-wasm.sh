@@ -38,3 +38,5 @@ export ZRECORD_TEST_URL=http://127.0.0.1:$port
 cargo fetch --quiet
 wasm-pack test --node --mode no-install . --no-default-features --test wasm_node
 wasm-pack test --headless --chrome --mode no-install . --no-default-features --test wasm_browser
+# The committed package itself (pkg/, as users import it), in Node.
+node tests/pkg_smoke.mjs

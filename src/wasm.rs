@@ -89,23 +89,21 @@ fn sleep_ms(ms: f64) -> LocalBoxFuture<'static, ()> {
 }
 
 /// Resolves when `signal` aborts (never, without a signal).
-fn aborted(signal: Option<AbortSignal>) -> impl Future<Output = ()> {
-    async move {
-        let Some(signal) = signal else {
-            return std::future::pending().await;
-        };
-        if signal.aborted() {
-            return;
-        }
-        let p = Promise::new(&mut |resolve, _| {
-            let opts = AddEventListenerOptions::new();
-            opts.set_once(true);
-            let _ = signal.add_event_listener_with_callback_and_add_event_listener_options(
-                "abort", &resolve, &opts,
-            );
-        });
-        let _ = JsFuture::from(p).await;
+async fn aborted(signal: Option<AbortSignal>) {
+    let Some(signal) = signal else {
+        return std::future::pending().await;
+    };
+    if signal.aborted() {
+        return;
     }
+    let p = Promise::new(&mut |resolve, _| {
+        let opts = AddEventListenerOptions::new();
+        opts.set_once(true);
+        let _ = signal.add_event_listener_with_callback_and_add_event_listener_options(
+            "abort", &resolve, &opts,
+        );
+    });
+    let _ = JsFuture::from(p).await;
 }
 
 /// Aborts a fetch whose future is dropped before it finished.

@@ -154,7 +154,7 @@ mod tests {
         let futs = (0..20)
             .map(|i| after(i % 4, i, live.clone(), peak.clone()))
             .collect();
-        let mut seen = vec![false; 20];
+        let mut seen = [false; 20];
         block_on(for_each_bounded(futs, 3, |k, v| {
             assert_eq!(k, v);
             seen[k] = true;
