@@ -371,6 +371,59 @@ fn extra_headers(options: &JsValue) -> Result<Vec<(String, String)>, JsValue> {
     Ok(out)
 }
 
+#[wasm_bindgen(typescript_custom_section)]
+const TS_TYPES: &str = r#"
+/** Options of `Store.open` (all optional). */
+export interface OpenOptions {
+  /** Extra headers sent with every request (a CORS preflight follows for non-safelisted ones). */
+  headers?: Record<string, string> | Headers;
+  /** A fetch-compatible function used instead of the global fetch. */
+  fetch?: (url: string, init: RequestInit) => Promise<Response>;
+  /** Aborts the open. */
+  signal?: AbortSignal;
+  /** Per-request time limit in ms (default 30000; 0 for none). */
+  timeoutMs?: number;
+  /** Merge record ranges at most this many bytes apart (default 65536). */
+  maxGap?: number;
+  /** Largest merged request in bytes (default 8 MiB). */
+  maxRequest?: number;
+  /** Requests in flight (default 6). */
+  concurrency?: number;
+  /** Location pages (64 KiB, 4096 records) kept cached (default 64). */
+  cachePages?: number;
+  /** Retries of transient failures (default 3). */
+  retries?: number;
+  /** First retry delay in ms, doubled each time (default 200). */
+  backoffMs?: number;
+  /** Send If-Match with the first ETag (default false; costs a CORS preflight). */
+  ifMatch?: boolean;
+}
+/** Options of a single call. */
+export interface CallOptions { signal?: AbortSignal; }
+/** Local files: a FileList / File[] named meta.zr, data.zr (dict.zr), or Blobs by role. */
+export type LocalFiles = FileList | File[] | { meta: Blob; data: Blob; dict?: Blob };
+export type Elements = Uint8Array | Int8Array | Int16Array | Uint16Array | Int32Array |
+  Uint32Array | Float32Array | Float64Array | BigInt64Array | BigUint64Array;
+/** A gathered Dense batch: `data` holds `shape` in C order (raw bytes for dtypes JS has no array for). */
+export interface DenseBatch { data: Elements; shape: number[]; dtype: string; }
+/** A gathered Ragged batch: record k is `values.subarray(offsets[k], offsets[k + 1])` of shape `shapes[k]`. */
+export interface RaggedBatch { values: Elements; offsets: Uint32Array; shapes: number[][]; dtype: string; }
+/** One record. */
+export interface StoreRecord { data: Elements; shape: number[]; dtype: string; }
+/** Record locations: byte offset in data.zr, stored and decoded lengths. */
+export interface Locs { offset: Float64Array; phys: Uint32Array; logic: Uint32Array; }
+export interface FileSizes { meta: number; data: number | null; dict: number | null; }
+export interface StoreStats {
+  requests: number; bytes: number; retries: number; metaRequests: number; dataRequests: number;
+  dictRequests: number; pageHits: number; pageMisses: number; cachedPages: number;
+}
+export interface StoreInfo {
+  url: string; len: number; kind: "dense" | "ragged"; dtype: string; itemShape: number[] | null;
+  codec: "raw" | "zstd" | "zstd_dict"; tailOffset: number; schemaLength: number;
+  schema: Uint8Array; fileSizes: FileSizes;
+}
+"#;
+
 /// A store, opened over HTTP(S) or from local files.
 #[wasm_bindgen(js_name = Store)]
 pub struct JsStore {
@@ -533,7 +586,11 @@ impl JsStore {
     /// fetch-compatible function), `signal` (AbortSignal), `timeoutMs`
     /// (per request, default 30000), `maxGap`, `maxRequest`, `concurrency`,
     /// `cachePages`, `retries`, `backoffMs`, `ifMatch`.
-    pub async fn open(url: String, options: JsValue) -> Result<JsStore, JsValue> {
+    pub async fn open(
+        url: String,
+        #[wasm_bindgen(unchecked_optional_param_type = "OpenOptions")] options: Option<JsValue>,
+    ) -> Result<JsStore, JsValue> {
+        let options = options.unwrap_or(JsValue::UNDEFINED);
         let fetch = match get(&options, "fetch") {
             Some(f) => f
                 .dyn_into::<Function>()
@@ -554,7 +611,11 @@ impl JsStore {
     /// `<input type=file webkitdirectory>`, or an object
     /// `{meta, data, dict?}` of Blobs. Options as for `open` (minus fetch).
     #[wasm_bindgen(js_name = openFiles)]
-    pub async fn open_files(files: JsValue, options: JsValue) -> Result<JsStore, JsValue> {
+    pub async fn open_files(
+        #[wasm_bindgen(unchecked_param_type = "LocalFiles")] files: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "OpenOptions")] options: Option<JsValue>,
+    ) -> Result<JsStore, JsValue> {
+        let options = options.unwrap_or(JsValue::UNDEFINED);
         let mut named: Vec<(String, Blob)> = Vec::new();
         let mut dir = String::new();
         if files.is_instance_of::<web_sys::FileList>() || Array::is_array(&files) {
@@ -614,7 +675,7 @@ impl JsStore {
         self.inner.dtype().as_str().into()
     }
     /// `item_shape` of a Dense store (Array of numbers), `null` for Ragged.
-    #[wasm_bindgen(getter, js_name = itemShape)]
+    #[wasm_bindgen(getter, js_name = itemShape, unchecked_return_type = "number[] | null")]
     pub fn item_shape(&self) -> JsValue {
         self.inner
             .item_shape()
@@ -633,7 +694,7 @@ impl JsStore {
 
     /// File sizes `{meta, data, dict}` (`data` is `null` until a record was
     /// read; `dict` is `null` without a dictionary).
-    #[wasm_bindgen(js_name = fileSizes)]
+    #[wasm_bindgen(js_name = fileSizes, unchecked_return_type = "FileSizes")]
     pub fn file_sizes(&self) -> Object {
         let s = self.inner.file_sizes();
         let o = Object::new();
@@ -645,6 +706,7 @@ impl JsStore {
 
     /// Everything known about the store: `{url, len, kind, dtype, itemShape,
     /// codec, tailOffset, schemaLength, schema (Uint8Array), fileSizes}`.
+    #[wasm_bindgen(unchecked_return_type = "StoreInfo")]
     pub fn info(&self) -> Object {
         let s = &self.inner;
         let o = Object::new();
@@ -663,6 +725,7 @@ impl JsStore {
 
     /// Requests and bytes spent so far: `{requests, bytes, retries,
     /// metaRequests, dataRequests, dictRequests, pageHits, pageMisses, cachedPages}`.
+    #[wasm_bindgen(unchecked_return_type = "StoreStats")]
     pub fn stats(&self) -> Object {
         let s = self.inner.stats();
         let o = Object::new();
@@ -687,8 +750,16 @@ impl JsStore {
     /// `shape` in C order. Ragged: `{values, offsets, shapes, dtype}`: record
     /// `k` is `values.subarray(offsets[k], offsets[k + 1])` of shape
     /// `shapes[k]`. Options: `signal`.
-    #[wasm_bindgen(unchecked_return_type = "Promise<any>")]
-    pub fn gather(&self, indices: JsValue, options: JsValue) -> Promise {
+    #[wasm_bindgen(unchecked_return_type = "Promise<DenseBatch | RaggedBatch>")]
+    pub fn gather(
+        &self,
+        #[wasm_bindgen(
+            unchecked_param_type = "ArrayLike<number | bigint> | Iterable<number | bigint>"
+        )]
+        indices: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "CallOptions")] options: Option<JsValue>,
+    ) -> Promise {
+        let options = options.unwrap_or(JsValue::UNDEFINED);
         let indices = match indices_of(&indices) {
             Ok(i) => i,
             Err(e) => return Promise::reject(&e),
@@ -698,8 +769,13 @@ impl JsStore {
     }
 
     /// One record: `{data, shape, dtype}`. Options: `signal`.
-    #[wasm_bindgen(unchecked_return_type = "Promise<any>")]
-    pub fn get(&self, index: f64, options: JsValue) -> Promise {
+    #[wasm_bindgen(unchecked_return_type = "Promise<StoreRecord>")]
+    pub fn get(
+        &self,
+        index: f64,
+        #[wasm_bindgen(unchecked_optional_param_type = "CallOptions")] options: Option<JsValue>,
+    ) -> Promise {
+        let options = options.unwrap_or(JsValue::UNDEFINED);
         let index = match index_of(index) {
             Ok(i) => i,
             Err(e) => return Promise::reject(&e),
@@ -718,8 +794,14 @@ impl JsStore {
     /// Locations of records `start .. start + count`: `{offset (Float64Array),
     /// phys (Uint32Array), logic (Uint32Array)}` (stored and decoded bytes).
     /// Options: `signal`.
-    #[wasm_bindgen(unchecked_return_type = "Promise<any>")]
-    pub fn locs(&self, start: f64, count: f64, options: JsValue) -> Promise {
+    #[wasm_bindgen(unchecked_return_type = "Promise<Locs>")]
+    pub fn locs(
+        &self,
+        start: f64,
+        count: f64,
+        #[wasm_bindgen(unchecked_optional_param_type = "CallOptions")] options: Option<JsValue>,
+    ) -> Promise {
+        let options = options.unwrap_or(JsValue::UNDEFINED);
         let (start, count) = match (index_of(start), index_of(count)) {
             (Ok(s), Ok(c)) => (s, c),
             (Err(e), _) | (_, Err(e)) => return Promise::reject(&e),

@@ -439,6 +439,31 @@ fn data_shorter_than_tail_offset_is_bad_format() {
 }
 
 #[test]
+fn empty_and_tiny_meta_files_are_bad_format() {
+    // 0 bytes: the server answers 416 (bytes */0); 20 bytes: a short 206.
+    for keep in [0usize, 20] {
+        let (url, _) = serve(
+            STORE,
+            Box::new(move |req, _, r| {
+                if req.file == "meta.zr" {
+                    let mut bytes = fixture_file("meta.zr");
+                    bytes.truncate(keep);
+                    good(req, Some(&bytes))
+                } else {
+                    r
+                }
+            }),
+        );
+        let e = open_err(&url);
+        assert!(matches!(e, Error::BadFormat { .. }), "{e:?}");
+        assert!(
+            e.to_string().contains("shorter than the 32-byte header"),
+            "{e}"
+        );
+    }
+}
+
+#[test]
 fn hostile_meta_answers_fail_cleanly() {
     // A Content-Range claiming an absurd file size, and garbage headers.
     let (url, _) = serve(

@@ -356,9 +356,10 @@ impl<C: RangeClient> RemoteStore<C> {
 
     /// `meta.zr` bytes held by location page `p` (only the published table).
     fn page_range(&self, page: u64) -> Range<u64> {
+        // Fits: open checked `size(meta.zr) >= table_end` (in u128).
         let table_end = PAGE_SIZE + LOC_SIZE * self.info.len();
-        let start = page * LOC_PAGE;
-        start.min(table_end)..(start + LOC_PAGE).min(table_end)
+        let start = page.saturating_mul(LOC_PAGE);
+        start.min(table_end)..start.saturating_add(LOC_PAGE).min(table_end)
     }
 
     /// The raw locations of `indices` (in range, not yet validated), fetching

@@ -110,8 +110,8 @@ fn class_name(v: &JsValue) -> String {
     prop(&prop(v, "constructor"), "name").as_string().unwrap()
 }
 
-fn no_options() -> JsValue {
-    JsValue::UNDEFINED
+fn no_options() -> Option<JsValue> {
+    None
 }
 
 async fn gather(store: &JsStore, indices: &[u64]) -> Result<JsValue, JsValue> {
@@ -191,7 +191,7 @@ pub async fn check_store(f: &FixtureStore, store: &JsStore) {
     }
 }
 
-async fn open(url: &str, options: JsValue) -> Result<JsStore, JsValue> {
+async fn open(url: &str, options: Option<JsValue>) -> Result<JsStore, JsValue> {
     JsStore::open(url.to_string(), options).await
 }
 
@@ -272,7 +272,7 @@ pub async fn errors_are_js_errors() {
     // Nothing listens here: a network error, naming CORS as a possible cause.
     let opts = Object::new();
     Reflect::set(&opts, &"retries".into(), &0.into()).unwrap();
-    let e = open("http://127.0.0.1:9/store/", opts.into())
+    let e = open("http://127.0.0.1:9/store/", Some(opts.into()))
         .await
         .err()
         .unwrap();
@@ -292,15 +292,18 @@ pub async fn abort_signal_cancels() {
     let opts = Object::new();
     Reflect::set(&opts, &"signal".into(), &controller.signal()).unwrap();
     let arr = Array::of2(&1.into(), &2.into());
-    let e = JsFuture::from(store.gather(arr.into(), opts.clone().into()))
+    let e = JsFuture::from(store.gather(arr.into(), Some(opts.clone().into())))
         .await
         .err()
         .unwrap();
     assert_eq!(code(&e), "Cancelled", "{}", message(&e));
-    let e = open(&format!("{}dense-u8-img-raw/", base_url()), opts.into())
-        .await
-        .err()
-        .unwrap();
+    let e = open(
+        &format!("{}dense-u8-img-raw/", base_url()),
+        Some(opts.into()),
+    )
+    .await
+    .err()
+    .unwrap();
     assert_eq!(code(&e), "Cancelled");
     // The store still works after a cancelled call.
     assert!(gather(&store, &[1, 2]).await.is_ok());
@@ -324,7 +327,7 @@ pub async fn custom_fetch_and_headers() {
     let opts = Object::new();
     Reflect::set(&opts, &"fetch".into(), &fetch).unwrap();
     Reflect::set(&opts, &"headers".into(), &headers).unwrap();
-    let store = open(&format!("{}dense-f64-raw/", base_url()), opts.into())
+    let store = open(&format!("{}dense-f64-raw/", base_url()), Some(opts.into()))
         .await
         .unwrap_or_else(|e| panic!("{}", message(&e)));
     gather(&store, &[0]).await.unwrap();
