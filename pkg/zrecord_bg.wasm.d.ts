@@ -1,0 +1,30 @@
+/* tslint:disable */
+/* eslint-disable */
+export const memory: WebAssembly.Memory;
+export const __wbg_store_free: (a: number, b: number) => void;
+export const store_codec: (a: number, b: number) => void;
+export const store_dtype: (a: number, b: number) => void;
+export const store_fileSizes: (a: number) => any;
+export const store_gather: (a: number, b: any, c: number) => any;
+export const store_get: (a: number, b: number, c: number) => any;
+export const store_info: (a: number) => any;
+export const store_itemShape: (a: number) => any;
+export const store_kind: (a: number, b: number) => void;
+export const store_len: (a: number) => number;
+export const store_locs: (a: number, b: number, c: number, d: number) => any;
+export const store_open: (a: number, b: number, c: number) => any;
+export const store_openFiles: (a: any, b: number) => any;
+export const store_stats: (a: number) => any;
+export const store_url: (a: number, b: number) => void;
+export const __wasm_bindgen_func_elem_1107: (a: number, b: number, c: number, d: any) => void;
+export const __wasm_bindgen_func_elem_1112: (a: number, b: number, c: any, d: any) => void;
+export const __wbindgen_export: (a: number, b: number) => number;
+export const __wbindgen_export2: (a: number, b: number, c: number, d: number) => number;
+export const __wbindgen_export3: (a: number, b: number, c: number) => void;
+export const __wbindgen_export4: (a: number) => void;
+export const __wbindgen_export5: () => number;
+export const __wbindgen_externrefs: WebAssembly.Table;
+export const __wbindgen_export6: (a: number, b: number) => void;
+export const __wbindgen_add_to_stack_pointer: (a: number) => number;
+export const __wbindgen_export7: (a: number) => void;
+export const __wbindgen_start: () => void;
