@@ -6,6 +6,8 @@
 //!    with the location pages cold and warm.
 //!
 //! Plain `main` (harness = false): prints one line per measurement.
+//! `ZRECORD_BENCH_LATENCY=1` adds the latency of one-record gathers, one
+//! request at a time.
 
 #[path = "../tests/common/nginx.rs"]
 mod nginx;

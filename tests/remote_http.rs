@@ -106,6 +106,12 @@ fn every_fixture_over_http_equals_local() {
 }
 
 #[test]
+fn blocking_store_is_shareable_across_threads() {
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<BlockingStore>();
+}
+
+#[test]
 fn unpublished_and_missing_stores_over_http() {
     let server = Nginx::start(&fixtures_dir());
     for name in unpublished() {
