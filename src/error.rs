@@ -38,20 +38,11 @@ pub enum Error {
 
     /// One record's bytes do not decode to what its location says.
     #[error("{store}: corrupt record {index}: {why}")]
-    CorruptRecord {
-        store: String,
-        index: u64,
-        why: String,
-    },
+    CorruptRecord { store: String, index: u64, why: String },
 
     /// A record larger than the format allows (2^31 bytes decoded, 2^32-1 stored).
     #[error("{store}: record {index} too large: {bytes} bytes (at most {max})")]
-    RecordTooLarge {
-        store: String,
-        index: u64,
-        bytes: u64,
-        max: u64,
-    },
+    RecordTooLarge { store: String, index: u64, bytes: u64, max: u64 },
 
     /// An append would push offsets or counts past what the format can address.
     #[error("{store}: store full: {why}")]
@@ -107,10 +98,6 @@ pub enum Error {
 impl Error {
     /// Attach a store name to a core error produced without one.
     pub(crate) fn io(path: impl Into<PathBuf>, op: &'static str, source: std::io::Error) -> Self {
-        Error::Io {
-            path: path.into(),
-            op,
-            source,
-        }
+        Error::Io { path: path.into(), op, source }
     }
 }

@@ -15,7 +15,9 @@ pub mod source;
 cfg_if::cfg_if! {
     if #[cfg(feature = "native")] {
         pub mod reader;
+        pub mod writer;
         pub use reader::{Backend, OpenOptions, Store};
+        pub use writer::{CreateOptions, Writer};
     }
 }
 

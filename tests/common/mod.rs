@@ -41,18 +41,13 @@ impl FixtureStore {
 }
 
 fn shape(v: &Value) -> Vec<u64> {
-    v.as_array()
-        .unwrap()
-        .iter()
-        .map(|d| d.as_u64().unwrap())
-        .collect()
+    v.as_array().unwrap().iter().map(|d| d.as_u64().unwrap()).collect()
 }
 
 /// Every published store of the manifest, with its expected bytes.
 pub fn fixtures() -> Vec<FixtureStore> {
     let dir = fixtures_dir();
-    let m: Value =
-        serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap();
+    let m: Value = serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap();
     m["stores"]
         .as_array()
         .unwrap()
@@ -84,12 +79,6 @@ pub fn fixtures() -> Vec<FixtureStore> {
 /// Names of the unpublished builds in the manifest.
 pub fn unpublished() -> Vec<String> {
     let m: Value =
-        serde_json::from_slice(&std::fs::read(fixtures_dir().join("manifest.json")).unwrap())
-            .unwrap();
-    m["unpublished"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_str().unwrap().to_string())
-        .collect()
+        serde_json::from_slice(&std::fs::read(fixtures_dir().join("manifest.json")).unwrap()).unwrap();
+    m["unpublished"].as_array().unwrap().iter().map(|v| v.as_str().unwrap().to_string()).collect()
 }
