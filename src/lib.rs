@@ -4,4 +4,5 @@
 #![deny(unsafe_code)]
 
 pub mod error;
+pub mod sampler;
 pub use error::{Error, Result};
