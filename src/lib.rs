@@ -10,6 +10,7 @@ pub mod batch;
 pub mod codec;
 pub mod error;
 pub mod format;
+pub mod sampler;
 pub mod source;
 
 cfg_if::cfg_if! {
