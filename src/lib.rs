@@ -17,6 +17,7 @@ cfg_if::cfg_if! {
     if #[cfg(feature = "native")] {
         pub mod reader;
         pub mod writer;
+        pub mod train;
         pub use reader::{Backend, OpenOptions, Store};
         pub use writer::{CreateOptions, Writer};
     }
