@@ -4,4 +4,6 @@
 #![deny(unsafe_code)]
 
 pub mod error;
+#[cfg(feature = "native")]
+pub mod serve;
 pub use error::{Error, Result};
