@@ -16,6 +16,7 @@ pub mod source;
 cfg_if::cfg_if! {
     if #[cfg(feature = "native")] {
         pub mod reader;
+        pub mod serve;
         pub mod writer;
         pub mod train;
         pub use reader::{Backend, OpenOptions, Store};
