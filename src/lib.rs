@@ -15,6 +15,7 @@ pub mod source;
 
 cfg_if::cfg_if! {
     if #[cfg(feature = "native")] {
+        pub mod loader;
         pub mod reader;
         pub mod serve;
         pub mod writer;
