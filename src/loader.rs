@@ -242,9 +242,9 @@ impl<T> Shared<T> {
         };
         for (i, store) in self.stores.iter().enumerate() {
             stage.set(Some(i));
-            store.gather_batch_into(&gathered.indices, &mut gathered.batches[i]).map_err(|e| {
-                Error::Loader { stream: self.names[i].clone(), step, source: Box::new(e) }
-            })?;
+            store
+                .gather_batch_into(&gathered.indices, &mut gathered.batches[i])
+                .map_err(|e| Error::Loader { stream: self.names[i].clone(), step, source: Box::new(e) })?;
         }
         stage.set(None);
         (self.transform)(gathered).map_err(|e| Error::Loader {
@@ -290,11 +290,12 @@ fn worker<T>(shared: &Shared<T>) {
             (step, buffers)
         };
         let stage = Cell::new(None);
-        let result = catch_unwind(AssertUnwindSafe(|| shared.produce(step, buffers, &stage)))
-            .unwrap_or_else(|panic| {
+        let result = catch_unwind(AssertUnwindSafe(|| shared.produce(step, buffers, &stage))).unwrap_or_else(
+            |panic| {
                 let stream = shared.stream_name(stage.get());
                 Err(Error::Loader { stream, step, source: Box::new(panicked(panic.as_ref())) })
-            });
+            },
+        );
         let mut st = shared.lock();
         if st.stop {
             drop(st);
@@ -723,8 +724,9 @@ impl<T: Send + 'static> LoaderBuilder<T> {
         };
         for i in 0..self.workers {
             let shared = Arc::clone(&loader.shared);
-            let spawned =
-                std::thread::Builder::new().name(format!("zrecord-loader-{i}")).spawn(move || worker(&shared));
+            let spawned = std::thread::Builder::new()
+                .name(format!("zrecord-loader-{i}"))
+                .spawn(move || worker(&shared));
             match spawned {
                 Ok(thread) => loader.threads.push(thread),
                 Err(e) => {

@@ -76,9 +76,16 @@ fn digest(g: &Gathered) -> (u64, Vec<u64>, Vec<Vec<u8>>) {
         .iter()
         .map(|(_, b)| match b {
             Batch::Dense(d) => d.bytes().to_vec(),
-            Batch::Ragged(r) => r.iter().flat_map(|(shape, bytes)| {
-                shape.iter().flat_map(|d| d.to_le_bytes()).chain(bytes.iter().copied()).collect::<Vec<_>>()
-            }).collect(),
+            Batch::Ragged(r) => r
+                .iter()
+                .flat_map(|(shape, bytes)| {
+                    shape
+                        .iter()
+                        .flat_map(|d| d.to_le_bytes())
+                        .chain(bytes.iter().copied())
+                        .collect::<Vec<_>>()
+                })
+                .collect(),
         })
         .collect();
     (g.step(), g.indices().to_vec(), bytes)
@@ -108,7 +115,10 @@ fn streams_line_up_with_direct_gathers() {
         let pixels = image.as_slice::<u32>().unwrap();
         let labels = g["label"].as_dense().unwrap().as_slice::<i64>().unwrap();
         for (k, &i) in idx.iter().enumerate() {
-            assert_eq!(pixels[k * ROW as usize..][..ROW as usize], (0..ROW).map(|c| (i * 1000 + c) as u32).collect::<Vec<_>>()[..]);
+            assert_eq!(
+                pixels[k * ROW as usize..][..ROW as usize],
+                (0..ROW).map(|c| (i * 1000 + c) as u32).collect::<Vec<_>>()[..]
+            );
             assert_eq!(labels[k], -(i as i64));
             let t = tokens.record_as::<i16>(s.tokens.dtype(), k).unwrap();
             assert_eq!(tokens.shape(k), [i % 5 + 1]);
@@ -128,16 +138,33 @@ fn jittery(g: Gathered) -> zrecord::Result<(u64, Vec<u64>, Vec<Vec<u8>>)> {
 #[test]
 fn order_is_step_order_whatever_the_workers() {
     let s = stores(N);
+    // Steps in the order the workers finished them.
+    let finished = Arc::new(std::sync::Mutex::new(Vec::new()));
     let run = |workers: usize, mode: Mode| -> Vec<_> {
-        let loader = builder(&s).mode(mode).workers(workers).prefetch(6).transform(jittery).build().unwrap();
+        let done = Arc::clone(&finished);
+        let loader = builder(&s)
+            .mode(mode)
+            .workers(workers)
+            .prefetch(6)
+            .transform(move |g| {
+                let out = jittery(g)?;
+                done.lock().unwrap().push(out.0);
+                Ok(out)
+            })
+            .build()
+            .unwrap();
         loader.take(50).map(Result::unwrap).collect()
     };
+    let mut reordered = false;
     for mode in [Mode::Sequential, Mode::Iid, Mode::Cyclic] {
         let one = run(1, mode);
+        finished.lock().unwrap().clear();
         let four = run(4, mode);
+        reordered |= finished.lock().unwrap().windows(2).any(|w| w[0] > w[1]);
         assert_eq!(one.iter().map(|d| d.0).collect::<Vec<_>>(), (0..50).collect::<Vec<_>>());
         assert_eq!(one, four, "{mode}: workers=4 differs from workers=1");
     }
+    assert!(reordered, "the jitter should make workers finish out of step order");
 }
 
 #[test]
