@@ -9,7 +9,9 @@
 //! the lock, gathers every stream at those indices (a large gather fans out on
 //! rayon's global pool, which is safe because the worker is not a pool thread
 //! and blocks only on rayon's own latch), runs the transform, and deposits the
-//! result in the slot reserved for its step.
+//! result in the slot reserved for its step. The consumer, in turn, should not
+//! wait on the loader from inside a rayon task: if every pool thread did so,
+//! no pool thread would be left to finish the gathers it waits for.
 //!
 //! **Ordering.** The IID sampler can only be replayed, not skipped, so indices
 //! are drawn centrally and in order; slots form a window of `prefetch` steps
