@@ -94,7 +94,10 @@ fn preamble(file: &str, start: &[u8]) -> Result<((u8, u8), usize, usize)> {
         (1, 0) => (2, 10),
         (2, 0) | (3, 0) => (4, 12),
         (a, b) => {
-            return Err(npy_err(file, format!("unsupported .npy format version {a}.{b} (known: 1.0, 2.0, 3.0)")))
+            return Err(npy_err(
+                file,
+                format!("unsupported .npy format version {a}.{b} (known: 1.0, 2.0, 3.0)"),
+            ))
         }
     };
     if start.len() < text_start {
@@ -105,7 +108,10 @@ fn preamble(file: &str, start: &[u8]) -> Result<((u8, u8), usize, usize)> {
         _ => u32::from_le_bytes([start[8], start[9], start[10], start[11]]) as usize,
     };
     if len > MAX_HEADER_LEN {
-        return Err(npy_err(file, format!("header of {len} bytes is larger than {MAX_HEADER_LEN}; refusing it")));
+        return Err(npy_err(
+            file,
+            format!("header of {len} bytes is larger than {MAX_HEADER_LEN}; refusing it"),
+        ));
     }
     Ok((version, text_start, text_start + len))
 }
@@ -127,7 +133,9 @@ pub fn parse(file: &str, bytes: &[u8]) -> Result<NpyHeader> {
     }
     let raw = &bytes[text_start..end];
     let text: String = if version.0 >= 3 {
-        std::str::from_utf8(raw).map_err(|_| npy_err(file, "header of a version 3.0 file is not UTF-8"))?.to_string()
+        std::str::from_utf8(raw)
+            .map_err(|_| npy_err(file, "header of a version 3.0 file is not UTF-8"))?
+            .to_string()
     } else {
         raw.iter().map(|&b| char::from(b)).collect() // latin-1
     };
@@ -144,7 +152,9 @@ pub fn parse(file: &str, bytes: &[u8]) -> Result<NpyHeader> {
             "descr" => &mut descr,
             "fortran_order" => &mut fortran_order,
             "shape" => &mut shape,
-            other => return Err(bad(format!("unexpected key {other:?} (expected descr, fortran_order, shape)"))),
+            other => {
+                return Err(bad(format!("unexpected key {other:?} (expected descr, fortran_order, shape)")))
+            }
         };
         if slot.replace(v).is_some() {
             return Err(bad(format!("key {key:?} appears twice")));
@@ -197,7 +207,9 @@ pub fn descr_to_dtype(descr: &str) -> std::result::Result<DType, String> {
         return Err(format!("dtype {descr:?}: object arrays (Python objects) cannot be stored"));
     }
     if !"biufcSUVMm".contains(kind) {
-        return Err(format!("dtype {descr:?} is not a dtype a store can hold (numeric, bool, S, U, V, M8, m8)"));
+        return Err(format!(
+            "dtype {descr:?} is not a dtype a store can hold (numeric, bool, S, U, V, M8, m8)"
+        ));
     }
     let single = matches!(kind, 'b' | 'S' | 'V') || (matches!(kind, 'i' | 'u') && &rest[1..] == "1");
     let native = if u16::from_ne_bytes([1, 0]) == 1 { '<' } else { '>' };
@@ -229,7 +241,8 @@ pub fn encode_header_min(dtype: &DType, fortran_order: bool, shape: &[u64], min_
         _ => format!("({})", dims.join(", ")),
     };
     let fortran = if fortran_order { "True" } else { "False" };
-    let dict = format!("{{'descr': '{}', 'fortran_order': {fortran}, 'shape': {shape_text}, }}", dtype.as_str());
+    let dict =
+        format!("{{'descr': '{}', 'fortran_order': {fortran}, 'shape': {shape_text}, }}", dtype.as_str());
     // Version 1.0 has a 10-byte preamble; 2.0 a 12-byte one.
     let v1_total = (10 + dict.len() + 1).next_multiple_of(ALIGN).max(min_len.next_multiple_of(ALIGN));
     let (version, pre) = if v1_total - 10 <= usize::from(u16::MAX) { (1u8, 10) } else { (2u8, 12) };
@@ -514,7 +527,8 @@ mod tests {
 
     #[test]
     fn parses_numpy_headers() {
-        let h = parse("a", &file("{'descr': '<f4', 'fortran_order': False, 'shape': (3, 4), }   \n", 1)).unwrap();
+        let h =
+            parse("a", &file("{'descr': '<f4', 'fortran_order': False, 'shape': (3, 4), }   \n", 1)).unwrap();
         assert_eq!((h.dtype.as_str(), h.fortran_order, h.shape.as_slice()), ("<f4", false, &[3, 4][..]));
         let h = parse("a", &file("{\"descr\":\">i4\",\"fortran_order\":True,\"shape\":(5,)}\n", 2)).unwrap();
         assert_eq!((h.dtype.as_str(), h.fortran_order, h.shape.as_slice()), (">i4", true, &[5][..]));

@@ -93,10 +93,10 @@ fn open_file(store: &str, dir: &Path, name: &str) -> Result<Option<File>> {
     match File::open(&path) {
         Ok(f) => Ok(Some(f)),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(Error::io(path, "open", e)).map_err(|e| {
+        Err(e) => {
             let _ = store;
-            e
-        }),
+            Err(Error::io(path, "open", e))
+        }
     }
 }
 

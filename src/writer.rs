@@ -227,7 +227,7 @@ impl Writer {
         let Some(row) = self.row_bytes else {
             return Err(self.invalid("this is a Ragged store; use append_ragged".into()));
         };
-        if rows.len() % row != 0 {
+        if !rows.len().is_multiple_of(row) {
             return Err(self.invalid(format!("{} bytes are not whole rows of {row} bytes", rows.len())));
         }
         let per_window = (WINDOW_BYTES / row).max(1);
@@ -316,6 +316,7 @@ impl Writer {
         let raw_dense = self.codec == Codec::Raw && ragged_records.is_none();
         let chunks = if n >= 16 { (rayon::current_num_threads() * 4).min(n) } else { 1 };
         let per = n.div_ceil(chunks);
+        #[allow(clippy::type_complexity)]
         let encode_chunk = |c: usize| -> std::result::Result<(Vec<u8>, Vec<(u32, u32)>), String> {
             let mut out = Vec::new();
             let mut lens = Vec::new();

@@ -265,19 +265,34 @@ impl CodecArgs {
     ) -> CliResult<CreateOptions> {
         if self.codec != Codec::ZstdDict {
             if self.dict.is_some() {
-                return Err(Fail::Msg(format!("--dict needs --codec zstd_dict (the codec is {})", self.codec)));
+                return Err(Fail::Msg(format!(
+                    "--dict needs --codec zstd_dict (the codec is {})",
+                    self.codec
+                )));
             }
             return Ok(CreateOptions::codec(self.codec));
         }
         let dict = match &self.dict {
             Some(path) => std::fs::read(path).map_err(|e| io_fail(path, "read dictionary", e))?,
             None => {
-                let spin = ctx.spinner(&format!("training a {:?} dictionary", self.dict_tier));
+                let spin = ctx.spinner(&format!("training a {} dictionary", tier_name(self.dict_tier)));
                 let dict = train(self.dict_tier);
                 spin.finish_and_clear();
-                dict?
+                dict.map_err(|e| match e {
+                    Fail::Msg(m) => Fail::Msg(format!("{m}; or pass a dictionary with --dict FILE")),
+                    other => other,
+                })?
             }
         };
         Ok(CreateOptions::with_dict(dict))
+    }
+}
+
+/// `fast`, `balanced` or `max`.
+pub fn tier_name(t: Tier) -> &'static str {
+    match t {
+        Tier::Fast => "fast",
+        Tier::Balanced => "balanced",
+        Tier::Max => "max",
     }
 }

@@ -36,8 +36,8 @@ pub fn run(_ctx: &Ctx, a: Args) -> CliResult {
             "  {:<20} {:>4} records  {geometry:<18} {:<4} {:<9} {}",
             path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default(),
             s.len(),
-            s.dtype(),
-            s.codec(),
+            s.dtype().as_str(),
+            s.codec().name(),
             size(s.stored_bytes()),
         ))?;
     }

@@ -8,7 +8,7 @@
 //! reads back. Records are written with the store's dtype and byte order,
 //! never converted. Outputs must not exist; on failure they are removed.
 
-use super::common::{io_fail, shape_text, size, CliResult, Cleanup, Ctx, Fail, Out};
+use super::common::{io_fail, shape_text, size, Cleanup, CliResult, Ctx, Fail, Out};
 use super::records::{self, for_each_chunk, Records};
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -55,7 +55,12 @@ impl NpyOut {
     }
     fn create(path: &Path, cleanup: Cleanup, header: &[u8]) -> CliResult<NpyOut> {
         let file = cleanup.create_file()?;
-        let mut out = NpyOut { path: path.to_path_buf(), w: BufWriter::with_capacity(1 << 20, file), cleanup, written: 0 };
+        let mut out = NpyOut {
+            path: path.to_path_buf(),
+            w: BufWriter::with_capacity(1 << 20, file),
+            cleanup,
+            written: 0,
+        };
         out.write(header)?;
         Ok(out)
     }
@@ -93,7 +98,7 @@ fn dense(ctx: &Ctx, store: &dyn Records, out: &Path) -> CliResult {
     done.keep();
     bar.finish_and_clear();
     Out::new().line(&format!(
-        "{}: array of shape {} {} ({})",
+        "{}: array of shape {} {}, {}",
         out.display(),
         shape_text(&shape),
         store.dtype(),
@@ -142,7 +147,7 @@ fn ragged(ctx: &Ctx, store: &dyn Records, values_path: &Path, offsets_path: &Pat
     offsets_done.keep();
     bar.finish_and_clear();
     Out::new().line(&format!(
-        "{}: {total} values of {dtype} ({}); {}: {} offsets (<i8)",
+        "{}: {total} values of {dtype}, {}; {}: {} offsets (<i8)",
         values_path.display(),
         size(value_bytes),
         offsets_path.display(),

@@ -5,7 +5,7 @@
 //! `>`-typed store; records are never byte-swapped); a Fortran-ordered array
 //! is transposed into C-ordered rows.
 
-use super::common::{shape_text, size, CliResult, Cleanup, CodecArgs, Ctx, Fail, Out};
+use super::common::{shape_text, size, Cleanup, CliResult, CodecArgs, Ctx, Fail, Out};
 use super::npyfile::NpyIn;
 use super::records::CHUNK_BYTES;
 use std::path::PathBuf;

@@ -2,7 +2,7 @@
 //! another codec. Reads through the ordinary gather path and writes through
 //! the ordinary append path, a chunk of about 32 MiB at a time.
 
-use super::common::{size, CliResult, Cleanup, CodecArgs, Ctx, Out};
+use super::common::{size, Cleanup, CliResult, CodecArgs, Ctx, Out};
 use super::records::{self, for_each_chunk};
 use std::path::PathBuf;
 use zrecord::{Batch, Geometry, Writer};

@@ -2,7 +2,7 @@
 //! dictionary trained as loaderx's `train_dict` trains one, from a store's
 //! records or a `.npy` array's rows, for `--codec zstd_dict --dict DICT`.
 
-use super::common::{parse_tier, size, CliResult, Cleanup, Ctx, Out};
+use super::common::{parse_tier, size, tier_name, Cleanup, CliResult, Ctx, Out};
 use super::npyfile::NpyIn;
 use super::records::{self, is_url};
 use std::io::Write;
@@ -24,7 +24,7 @@ pub struct Args {
 pub fn run(ctx: &Ctx, a: Args) -> CliResult {
     let cleanup = Cleanup::file(&a.output)?;
     let from_npy = !is_url(&a.source) && a.source.is_file();
-    let spin = ctx.spinner(&format!("training a {:?} dictionary", a.tier));
+    let spin = ctx.spinner(&format!("training a {} dictionary", tier_name(a.tier)));
     let dict = if from_npy {
         NpyIn::open(ctx, &a.source)?.train_dict(a.tier)
     } else {
@@ -36,9 +36,9 @@ pub fn run(ctx: &Ctx, a: Args) -> CliResult {
     file.write_all(&dict).map_err(|e| super::common::io_fail(&a.output, "write", e))?;
     cleanup.keep();
     Out::new().line(&format!(
-        "{}: {:?} dictionary of {} trained from {}",
+        "{}: {} dictionary of {} trained from {}",
         a.output.display(),
-        a.tier,
+        tier_name(a.tier),
         size(dict.len() as u64),
         a.source.display()
     ))

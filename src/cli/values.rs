@@ -250,19 +250,15 @@ fn datetime_text(v: i64, unit: &str) -> String {
 
 /// Every value of a record as nested JSON arrays (a scalar record is one value).
 pub fn record_json(d: &DType, shape: &[u64], bytes: &[u8]) -> Value {
-    let size = d.itemsize();
-    fn go(d: &DType, shape: &[u64], bytes: &[u8], size: usize) -> Value {
-        match shape {
-            [] => item_json(d, bytes),
-            [n, rest @ ..] => {
-                let step = bytes.len() / (*n as usize).max(1);
-                Value::Array(
-                    (0..*n as usize).map(|k| go(d, rest, &bytes[k * step..(k + 1) * step], size)).collect(),
-                )
-            }
+    match shape {
+        [] => item_json(d, bytes),
+        [n, rest @ ..] => {
+            let step = bytes.len() / (*n as usize).max(1);
+            Value::Array(
+                (0..*n as usize).map(|k| record_json(d, rest, &bytes[k * step..(k + 1) * step])).collect(),
+            )
         }
     }
-    go(d, shape, bytes, size)
 }
 
 enum Node {

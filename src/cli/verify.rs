@@ -31,8 +31,8 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use zrecord::format::{Codec, RecordLoc, Schema, DICT_MAGIC, HEADER_SIZE, LOC_SIZE, PAGE_SIZE};
 use zrecord::source::{mmap::MmapSource, ByteSource};
-use zstd::zstd_safe;
 use zrecord::{Error, Store};
+use zstd::zstd_safe;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -153,7 +153,10 @@ fn extra_files(dir: &Path, report: &mut Report) -> CliResult {
         .collect();
     extra.sort();
     for n in extra {
-        report.warning(None, format!("{n:?} does not belong in a store directory (only meta.zr, data.zr, dict.zr)"));
+        report.warning(
+            None,
+            format!("{n:?} does not belong in a store directory (only meta.zr, data.zr, dict.zr)"),
+        );
     }
     Ok(())
 }
@@ -219,7 +222,12 @@ fn read_prefix(path: &Path, n: usize) -> CliResult<Vec<u8>> {
 }
 
 /// One record: its location, its stored frame, its decoded bytes.
-fn check_record(store: &Store, data: &MmapSource, dict_id: Option<u32>, i: u64) -> (Option<RecordLoc>, Vec<String>) {
+fn check_record(
+    store: &Store,
+    data: &MmapSource,
+    dict_id: Option<u32>,
+    i: u64,
+) -> (Option<RecordLoc>, Vec<String>) {
     let name = &store.info().name;
     let mut found = Vec::new();
     let loc = match store.loc(i) {
@@ -244,9 +252,8 @@ fn check_record(store: &Store, data: &MmapSource, dict_id: Option<u32>, i: u64) 
         let frame_dict = zstd_safe::get_dict_id_from_frame(frame).map(|d| d.get());
         match (frame_dict, dict_id) {
             (Some(f), None) => found.push(format!("zstd frame needs dictionary {f} but the codec is zstd")),
-            (Some(f), Some(d)) if f != d => {
-                found.push(format!("zstd frame was compressed with dictionary {f}, dict.zr is dictionary {d}"))
-            }
+            (Some(f), Some(d)) if f != d => found
+                .push(format!("zstd frame was compressed with dictionary {f}, dict.zr is dictionary {d}")),
             _ => {}
         }
     }
@@ -325,7 +332,10 @@ fn check_layout(mut spans: Vec<(u64, u64, u64)>, tail: u64, report: &mut Report)
     if gaps.len() as u64 > LAYOUT_LISTED {
         report.warning(
             None,
-            format!("{} more unowned ranges in data.zr ({gap_bytes} unowned bytes in all)", gaps.len() as u64 - LAYOUT_LISTED),
+            format!(
+                "{} more unowned ranges in data.zr ({gap_bytes} unowned bytes in all)",
+                gaps.len() as u64 - LAYOUT_LISTED
+            ),
         );
     }
 }
