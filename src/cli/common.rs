@@ -63,7 +63,7 @@ impl Ctx {
         let bar = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr());
         bar.set_style(
             ProgressStyle::with_template(
-                "{msg:>10} [{bar:32}] {human_pos}/{human_len} records ({per_sec}, {eta} left)",
+                "{msg:>10} [{bar:32}] {human_pos}/{human_len} records ({elapsed}, {eta} left)",
             )
             .expect("valid template")
             .progress_chars("=> "),
