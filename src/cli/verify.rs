@@ -257,8 +257,11 @@ fn check_record(
             _ => {}
         }
     }
-    if let Err(e) = store.get(i) {
-        found.push(strip(name, &e.to_string()));
+    // A frame already known to be broken would only fail again, less clearly.
+    if found.is_empty() {
+        if let Err(e) = store.get(i) {
+            found.push(strip(name, &e.to_string()));
+        }
     }
     (Some(loc), found)
 }
