@@ -78,6 +78,10 @@ impl std::fmt::Debug for Writer {
     }
 }
 
+/// One chunk of encoded records: their stored bytes back to back and each
+/// record's `(phys_length, logic_length)`.
+type EncodedChunk = (Vec<u8>, Vec<(u32, u32)>);
+
 /// One Ragged record to append: its shape and payload bytes (C order, the dtype's byte order).
 pub type RecordRef<'a> = (&'a [u64], &'a [u8]);
 
@@ -227,7 +231,7 @@ impl Writer {
         let Some(row) = self.row_bytes else {
             return Err(self.invalid("this is a Ragged store; use append_ragged".into()));
         };
-        if rows.len() % row != 0 {
+        if !rows.len().is_multiple_of(row) {
             return Err(self.invalid(format!("{} bytes are not whole rows of {row} bytes", rows.len())));
         }
         let per_window = (WINDOW_BYTES / row).max(1);
@@ -316,7 +320,7 @@ impl Writer {
         let raw_dense = self.codec == Codec::Raw && ragged_records.is_none();
         let chunks = if n >= 16 { (rayon::current_num_threads() * 4).min(n) } else { 1 };
         let per = n.div_ceil(chunks);
-        let encode_chunk = |c: usize| -> std::result::Result<(Vec<u8>, Vec<(u32, u32)>), String> {
+        let encode_chunk = |c: usize| -> std::result::Result<EncodedChunk, String> {
             let mut out = Vec::new();
             let mut lens = Vec::new();
             let mut staged = Vec::new();
