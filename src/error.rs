@@ -100,7 +100,8 @@ pub enum Error {
 }
 
 impl Error {
-    /// Attach a store name to a core error produced without one.
+    /// An I/O error on `path` during `op` (used by the native drivers).
+    #[allow(dead_code)] // unused when only the pure core is built (wasm32)
     pub(crate) fn io(path: impl Into<PathBuf>, op: &'static str, source: std::io::Error) -> Self {
         Error::Io { path: path.into(), op, source }
     }
