@@ -89,6 +89,10 @@ pub enum Error {
     #[error("invalid sampler/loader setting: {0}")]
     Config(String),
 
+    /// Code run on a worker thread (a loader transform) panicked.
+    #[error("worker thread panicked: {message}")]
+    Panicked { message: String },
+
     /// A loader worker failed; carries the stream and step.
     #[error("loader stream {stream:?} step {step}: {source}")]
     Loader {

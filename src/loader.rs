@@ -317,15 +317,14 @@ fn worker<T>(shared: &Shared<T>) {
     }
 }
 
-/// The error a caught panic becomes (the crate's error enum has no panic
-/// variant; this reads "worker thread: panicked: <message>").
+/// The error a caught panic on a worker thread becomes.
 fn panicked(payload: &(dyn std::any::Any + Send)) -> Error {
     let msg = payload
         .downcast_ref::<&str>()
         .map(|s| (*s).to_string())
         .or_else(|| payload.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "non-string panic payload".to_string());
-    Error::io("worker thread", "panicked", std::io::Error::other(msg))
+    Error::Panicked { message: msg }
 }
 
 /// An endless, prefetching, step-ordered loader over several aligned streams.

@@ -334,6 +334,7 @@ fn transform_panic_becomes_an_error() {
         assert_eq!(loader.next_batch().unwrap(), step);
     }
     let source = expect_loader_error(loader.next_batch().unwrap_err(), TRANSFORM_STREAM, 3);
+    assert!(matches!(source, Error::Panicked { .. }), "{source:?}");
     assert!(source.to_string().contains("boom at step 3"), "{source}");
     assert!(loader.next().is_none());
     loader.close();
