@@ -55,15 +55,9 @@ fn decode_bench() {
     let samples: Vec<u8> = records.concat();
     let sizes: Vec<usize> = records.iter().map(Vec::len).collect();
     let dict_bytes = zstd::dict::from_continuous(&samples, &sizes, 32 << 10).unwrap();
-    let plain: Vec<Vec<u8>> = records
-        .iter()
-        .map(|r| zstd::bulk::compress(r, 3).unwrap())
-        .collect();
+    let plain: Vec<Vec<u8>> = records.iter().map(|r| zstd::bulk::compress(r, 3).unwrap()).collect();
     let mut with_dict = zstd::bulk::Compressor::with_dictionary(19, &dict_bytes).unwrap();
-    let dicted: Vec<Vec<u8>> = records
-        .iter()
-        .map(|r| with_dict.compress(r).unwrap())
-        .collect();
+    let dicted: Vec<Vec<u8>> = records.iter().map(|r| with_dict.compress(r).unwrap()).collect();
     let c_dict = c::Dict::new(&dict_bytes).unwrap();
     let pure_dict = pure::Dict::new(&dict_bytes).unwrap();
     let mut out = vec![0u8; LEN];
@@ -96,9 +90,7 @@ fn write_store(dir: &Path, n: u64, len: usize) {
     std::fs::create_dir_all(dir).unwrap();
     let schema = Schema {
         dtype: DType::parse("|u1").unwrap(),
-        geometry: Geometry::Dense {
-            item_shape: vec![len as u64],
-        },
+        geometry: Geometry::Dense { item_shape: vec![len as u64] },
     }
     .encode();
     let mut meta = Vec::new();
@@ -168,10 +160,7 @@ fn gather_bench() {
         black_box(local.gather(&sets[k % sets.len()]).unwrap());
         k += 1;
     });
-    println!(
-        "gather local mmap:                 {:>10.0} records/s",
-        (n as usize * BATCH) as f64 / s
-    );
+    println!("gather local mmap:                 {:>10.0} records/s", (n as usize * BATCH) as f64 / s);
 
     let server = nginx::Nginx::start(root.path());
     let url = server.url("bench/");
@@ -182,22 +171,11 @@ fn gather_bench() {
         for i in 0..2000u64 {
             black_box(remote.gather(&[i]).unwrap());
         }
-        println!(
-            "one-record gathers: {:.0} us each",
-            t0.elapsed().as_secs_f64() * 1e6 / 2000.0
-        );
+        println!("one-record gathers: {:.0} us each", t0.elapsed().as_secs_f64() * 1e6 / 2000.0);
     }
-    for (label, max_gap) in [
-        ("default (gap 64 KiB)", 64 << 10),
-        ("no coalescing (gap 0)", 0),
-    ] {
-        let options = RemoteOptions {
-            max_gap,
-            cache_pages: 1024,
-            ..Default::default()
-        };
-        let remote =
-            RemoteStore::open_blocking_with(&url, options, HttpOptions::default()).unwrap();
+    for (label, max_gap) in [("default (gap 64 KiB)", 64 << 10), ("no coalescing (gap 0)", 0)] {
+        let options = RemoteOptions { max_gap, cache_pages: 1024, ..Default::default() };
+        let remote = RemoteStore::open_blocking_with(&url, options, HttpOptions::default()).unwrap();
         // Cold: every location page is fetched on demand during the first batches.
         let t0 = Instant::now();
         for b in &sets[..4] {

@@ -16,11 +16,7 @@ pub struct DenseBatch {
 impl DenseBatch {
     /// An empty batch to gather into (buffers grow once and are reused).
     pub fn new(dtype: DType) -> Self {
-        DenseBatch {
-            data: AlignedBytes::default(),
-            shape: Vec::new(),
-            dtype,
-        }
+        DenseBatch { data: AlignedBytes::default(), shape: Vec::new(), dtype }
     }
     /// `(n, *item_shape)`.
     pub fn shape(&self) -> &[u64] {
@@ -65,10 +61,7 @@ pub(crate) fn typed<'a, T: Element>(dtype: &DType, bytes: &'a [u8]) -> Result<&'
     }
     bytemuck::try_cast_slice(bytes).map_err(|e| Error::InvalidArgument {
         store: String::new(),
-        why: format!(
-            "buffer cannot be viewed as {}: {e}",
-            std::any::type_name::<T>()
-        ),
+        why: format!("buffer cannot be viewed as {}: {e}", std::any::type_name::<T>()),
     })
 }
 

@@ -38,20 +38,11 @@ pub enum Error {
 
     /// One record's bytes do not decode to what its location says.
     #[error("{store}: corrupt record {index}: {why}")]
-    CorruptRecord {
-        store: String,
-        index: u64,
-        why: String,
-    },
+    CorruptRecord { store: String, index: u64, why: String },
 
     /// A record larger than the format allows (2^31 bytes decoded, 2^32-1 stored).
     #[error("{store}: record {index} too large: {bytes} bytes (at most {max})")]
-    RecordTooLarge {
-        store: String,
-        index: u64,
-        bytes: u64,
-        max: u64,
-    },
+    RecordTooLarge { store: String, index: u64, bytes: u64, max: u64 },
 
     /// An append would push offsets or counts past what the format can address.
     #[error("{store}: store full: {why}")]
@@ -64,6 +55,10 @@ pub enum Error {
     /// The caller passed something that cannot work (wrong buffer size, bad shape, bad dtype).
     #[error("{store}: invalid argument: {why}")]
     InvalidArgument { store: String, why: String },
+
+    /// A `.npy` file that cannot be read or cannot become a store.
+    #[error("{file}: {why}")]
+    Npy { file: String, why: String },
 
     /// zstd's dictionary trainer failed (too few or too uniform samples).
     #[error("dictionary training failed: {why}")]
@@ -94,6 +89,10 @@ pub enum Error {
     #[error("invalid sampler/loader setting: {0}")]
     Config(String),
 
+    /// Code run on a worker thread (a loader transform) panicked.
+    #[error("worker thread panicked: {message}")]
+    Panicked { message: String },
+
     /// A loader worker failed; carries the stream and step.
     #[error("loader stream {stream:?} step {step}: {source}")]
     Loader {
@@ -105,13 +104,9 @@ pub enum Error {
 }
 
 impl Error {
-    /// Attach a store name to a core error produced without one.
-    #[allow(dead_code)] // the native drivers use it; a wasm build has none
+    /// An I/O error on `path` during `op` (used by the native drivers).
+    #[allow(dead_code)] // unused when only the pure core is built (wasm32)
     pub(crate) fn io(path: impl Into<PathBuf>, op: &'static str, source: std::io::Error) -> Self {
-        Error::Io {
-            path: path.into(),
-            op,
-            source,
-        }
+        Error::Io { path: path.into(), op, source }
     }
 }

@@ -10,13 +10,21 @@ pub mod batch;
 pub mod codec;
 pub mod error;
 pub mod format;
+pub mod npy;
 pub mod remote;
+pub mod sampler;
 pub mod source;
 
 cfg_if::cfg_if! {
     if #[cfg(feature = "native")] {
+        pub mod demo;
+        pub mod loader;
         pub mod reader;
+        pub mod serve;
+        pub mod writer;
+        pub mod train;
         pub use reader::{Backend, OpenOptions, Store};
+        pub use writer::{CreateOptions, Writer};
     }
 }
 

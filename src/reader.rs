@@ -5,9 +5,7 @@ use crate::batch::{Batch, DenseBatch, RaggedBatch};
 use crate::codec::Dict;
 use crate::format::decode::{self, AlignedBytes};
 use crate::format::store_info::FileSizes;
-use crate::format::{
-    dtype::Element, Codec, DType, Geometry, RecordLoc, StoreInfo, LOC_SIZE, PAGE_SIZE,
-};
+use crate::format::{dtype::Element, Codec, DType, Geometry, RecordLoc, StoreInfo, LOC_SIZE, PAGE_SIZE};
 use crate::source::{mmap::MmapSource, pread::PreadSource, ByteSource};
 use crate::{Error, Result};
 use rayon::prelude::*;
@@ -48,10 +46,7 @@ pub struct OpenOptions {
 
 impl Default for OpenOptions {
     fn default() -> Self {
-        OpenOptions {
-            backend: Backend::Mmap,
-            lock: true,
-        }
+        OpenOptions { backend: Backend::Mmap, lock: true }
     }
 }
 
@@ -93,15 +88,13 @@ thread_local! {
     static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
 }
 
-fn open_file(store: &str, dir: &Path, name: &str) -> Result<Option<File>> {
+/// Open one file of a store; `None` when it does not exist.
+fn open_file(dir: &Path, name: &str) -> Result<Option<File>> {
     let path = dir.join(name);
     match File::open(&path) {
         Ok(f) => Ok(Some(f)),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(e) => {
-            let _ = store;
-            Err(Error::io(path, "open", e))
-        }
+        Err(e) => Err(Error::io(path, "open", e)),
     }
 }
 
@@ -133,44 +126,28 @@ impl Store {
         let dir = dir.as_ref().to_path_buf();
         let name = dir.display().to_string();
         if !dir.is_dir() {
-            return Err(Error::NotFound {
-                store: name,
-                what: "no such store directory".into(),
-            });
+            return Err(Error::NotFound { store: name, what: "no such store directory".into() });
         }
-        let Some(meta_file) = open_file(&name, &dir, "meta.zr")? else {
-            return Err(Error::NotFound {
-                store: name,
-                what: "meta.zr is missing".into(),
-            });
+        let Some(meta_file) = open_file(&dir, "meta.zr")? else {
+            return Err(Error::NotFound { store: name, what: "meta.zr is missing".into() });
         };
         if options.lock {
             match meta_file.try_lock_shared() {
                 Ok(()) => {}
                 Err(TryLockError::WouldBlock) => {
-                    return Err(Error::Busy {
-                        store: name,
-                        why: "a writer holds it",
-                    })
+                    return Err(Error::Busy { store: name, why: "a writer holds it" })
                 }
-                Err(TryLockError::Error(e)) => {
-                    return Err(Error::io(dir.join("meta.zr"), "lock", e))
-                }
+                Err(TryLockError::Error(e)) => return Err(Error::io(dir.join("meta.zr"), "lock", e)),
             }
         }
-        let Some(data_file) = open_file(&name, &dir, "data.zr")? else {
-            return Err(Error::BadFormat {
-                store: name,
-                check: "data.zr is missing".into(),
-            });
+        let Some(data_file) = open_file(&dir, "data.zr")? else {
+            return Err(Error::BadFormat { store: name, check: "data.zr is missing".into() });
         };
-        let dict_file = open_file(&name, &dir, "dict.zr")?;
+        let dict_file = open_file(&dir, "dict.zr")?;
         let source = |file: &File, which: &str| -> Result<Box<dyn ByteSource>> {
             let path = dir.join(which);
             Ok(match options.backend {
-                Backend::Mmap => {
-                    Box::new(MmapSource::new(file).map_err(|e| Error::io(&path, "mmap", e))?)
-                }
+                Backend::Mmap => Box::new(MmapSource::new(file).map_err(|e| Error::io(&path, "mmap", e))?),
                 Backend::Pread => Box::new(
                     PreadSource::new(file.try_clone().map_err(|e| Error::io(&path, "open", e))?)
                         .map_err(|e| Error::io(&path, "stat", e))?,
@@ -186,14 +163,11 @@ impl Store {
                 if size > MAX_DICT_BYTES {
                     return Err(Error::BadFormat {
                         store: name,
-                        check: format!(
-                            "dict.zr is {size} bytes (dictionaries are at most {MAX_DICT_BYTES})"
-                        ),
+                        check: format!("dict.zr is {size} bytes (dictionaries are at most {MAX_DICT_BYTES})"),
                     });
                 }
                 let mut bytes = vec![0u8; size as usize];
-                f.read_exact_at_start(&mut bytes)
-                    .map_err(|e| Error::io(&path, "read", e))?;
+                f.read_exact_at_start(&mut bytes).map_err(|e| Error::io(&path, "read", e))?;
                 Some(bytes)
             }
             None => None,
@@ -222,39 +196,23 @@ impl Store {
             dict: dict_bytes.as_ref().map(|d| d.len() as u64),
         };
         let mut head = vec![0u8; sizes.meta.min(PAGE_SIZE) as usize];
-        meta.read_exact_at(0, &mut head)
-            .map_err(|e| Error::io(&name, "read meta.zr", e))?;
+        meta.read_exact_at(0, &mut head).map_err(|e| Error::io(&name, "read meta.zr", e))?;
         let info = StoreInfo::parse(&name, &head, sizes)?;
         let dict = match (&dict_bytes, info.codec()) {
             (Some(bytes), Codec::ZstdDict) => {
-                Some(Dict::new(bytes).map_err(|why| Error::BadFormat {
-                    store: name.clone(),
-                    check: why,
-                })?)
+                Some(Dict::new(bytes).map_err(|why| Error::BadFormat { store: name.clone(), check: why })?)
             }
             _ => None,
         };
         let table_len = info.len() * LOC_SIZE;
-        let table = if meta.slice(PAGE_SIZE, table_len as usize).is_none()
-            && table_len <= MAX_OWNED_TABLE
-        {
+        let table = if meta.slice(PAGE_SIZE, table_len as usize).is_none() && table_len <= MAX_OWNED_TABLE {
             let mut t = vec![0u8; table_len as usize];
-            meta.read_exact_at(PAGE_SIZE, &mut t)
-                .map_err(|e| Error::io(&name, "read meta.zr", e))?;
+            meta.read_exact_at(PAGE_SIZE, &mut t).map_err(|e| Error::io(&name, "read meta.zr", e))?;
             Some(t)
         } else {
             None
         };
-        Ok(Store {
-            dir: PathBuf::from(&name),
-            info,
-            meta,
-            data,
-            table,
-            dict,
-            dict_bytes,
-            _lock: None,
-        })
+        Ok(Store { dir: PathBuf::from(&name), info, meta, data, table, dict, dict_bytes, _lock: None })
     }
 
     /// Validated Header, schema and sizes.
@@ -308,12 +266,7 @@ impl Store {
     pub fn loc(&self, index: u64) -> Result<RecordLoc> {
         self.info.check_indices(&[index])?;
         let loc = self.loc_unchecked(index)?;
-        loc.validate(
-            &self.info.name,
-            index,
-            self.codec(),
-            self.info.header.tail_offset,
-        )?;
+        loc.validate(&self.info.name, index, self.codec(), self.info.header.tail_offset)?;
         Ok(loc)
     }
 
@@ -326,9 +279,7 @@ impl Store {
             return Ok(RecordLoc::decode(s.try_into().expect("16 bytes")));
         }
         let mut b = [0u8; 16];
-        self.meta
-            .read_exact_at(at, &mut b)
-            .map_err(|e| self.io_err("meta.zr", e))?;
+        self.meta.read_exact_at(at, &mut b).map_err(|e| self.io_err("meta.zr", e))?;
         Ok(RecordLoc::decode(&b))
     }
 
@@ -343,17 +294,12 @@ impl Store {
             return decode::decode_record(&self.info, index, self.dict.as_ref(), src, dst);
         }
         if self.codec() == Codec::Raw {
-            return self
-                .data
-                .read_exact_at(loc.offset, dst)
-                .map_err(|e| self.io_err("data.zr", e));
+            return self.data.read_exact_at(loc.offset, dst).map_err(|e| self.io_err("data.zr", e));
         }
         SCRATCH.with(|s| {
             let mut s = s.borrow_mut();
             s.resize(phys, 0);
-            self.data
-                .read_exact_at(loc.offset, &mut s)
-                .map_err(|e| self.io_err("data.zr", e))?;
+            self.data.read_exact_at(loc.offset, &mut s).map_err(|e| self.io_err("data.zr", e))?;
             decode::decode_record(&self.info, index, self.dict.as_ref(), &s, dst)
         })
     }
@@ -368,18 +314,11 @@ impl Store {
     }
 
     fn invalid(&self, why: &str) -> Error {
-        Error::InvalidArgument {
-            store: self.info.name.clone(),
-            why: why.to_string(),
-        }
+        Error::InvalidArgument { store: self.info.name.clone(), why: why.to_string() }
     }
 
     fn parallel(&self, total_bytes: usize, n: usize) -> bool {
-        let threshold = if self.codec() == Codec::Raw {
-            PAR_BYTES_RAW
-        } else {
-            PAR_BYTES_ZSTD
-        };
+        let threshold = if self.codec() == Codec::Raw { PAR_BYTES_RAW } else { PAR_BYTES_ZSTD };
         n > 1 && total_bytes >= threshold && rayon::current_num_threads() > 1
     }
 
@@ -409,10 +348,7 @@ impl Store {
             self.read_record(index, &loc, dst)
         };
         if self.parallel(out.len(), indices.len()) {
-            out.par_chunks_mut(row)
-                .zip(indices.par_iter())
-                .with_min_len(8)
-                .try_for_each(one)
+            out.par_chunks_mut(row).zip(indices.par_iter()).with_min_len(8).try_for_each(one)
         } else {
             out.chunks_mut(row).zip(indices.iter()).try_for_each(one)
         }
@@ -482,21 +418,15 @@ impl Store {
             .iter()
             .map(|&i| {
                 let loc = self.loc_unchecked(i)?;
-                loc.validate(
-                    &self.info.name,
-                    i,
-                    self.codec(),
-                    self.info.header.tail_offset,
-                )?;
+                loc.validate(&self.info.name, i, self.codec(), self.info.header.tail_offset)?;
                 Ok(loc)
             })
             .collect::<Result<Vec<_>>>()?;
         let (slots, total) = decode::ragged_slots(&locs).map_err(|why| self.invalid(&why))?;
         batch.data.resize(total);
         let mut parts = decode::slot_parts(batch.data.as_mut_slice(), &slots);
-        let one = |((dst, &index), loc): ((&mut &mut [u8], &u64), &RecordLoc)| {
-            self.read_record(index, loc, dst)
-        };
+        let one =
+            |((dst, &index), loc): ((&mut &mut [u8], &u64), &RecordLoc)| self.read_record(index, loc, dst);
         if self.parallel(total, indices.len()) {
             parts
                 .par_iter_mut()
@@ -505,11 +435,7 @@ impl Store {
                 .with_min_len(4)
                 .try_for_each(one)?;
         } else {
-            parts
-                .iter_mut()
-                .zip(indices.iter())
-                .zip(locs.iter())
-                .try_for_each(one)?;
+            parts.iter_mut().zip(indices.iter()).zip(locs.iter()).try_for_each(one)?;
         }
         decode::compact_ragged(&self.info, indices, &slots, batch)
     }
@@ -524,18 +450,14 @@ impl Store {
                 if !matches!(batch, Batch::Dense(_)) {
                     *batch = Batch::Dense(DenseBatch::new(self.dtype().clone()));
                 }
-                let Batch::Dense(b) = batch else {
-                    unreachable!("set above")
-                };
+                let Batch::Dense(b) = batch else { unreachable!("set above") };
                 self.gather_dense_batch(indices, b)
             }
             Geometry::Ragged => {
                 if !matches!(batch, Batch::Ragged(_)) {
                     *batch = Batch::Ragged(RaggedBatch::default());
                 }
-                let Batch::Ragged(b) = batch else {
-                    unreachable!("set above")
-                };
+                let Batch::Ragged(b) = batch else { unreachable!("set above") };
                 self.gather_ragged_into(indices, b)
             }
         }
@@ -572,9 +494,7 @@ impl Store {
     /// # Errors
     /// `Io` on a failed read.
     pub fn logical_bytes(&self) -> Result<u64> {
-        (0..self.len()).try_fold(0u64, |acc, i| {
-            Ok(acc + u64::from(self.loc_unchecked(i)?.logic_length))
-        })
+        (0..self.len()).try_fold(0u64, |acc, i| Ok(acc + u64::from(self.loc_unchecked(i)?.logic_length)))
     }
 }
 

@@ -15,8 +15,8 @@
 
 use crate::format::{ByteOrder, DType, Geometry, Kind};
 use crate::remote::{
-    cancellable, cors_hint, LocalBoxFuture, RangeClient, RangeRequest, RangeResponse,
-    RemoteOptions, RemoteStore, TransportError,
+    cancellable, cors_hint, LocalBoxFuture, RangeClient, RangeRequest, RangeResponse, RemoteOptions,
+    RemoteStore, TransportError,
 };
 use crate::Error;
 use js_sys::{Array, Function, Object, Promise, Reflect, Uint8Array};
@@ -34,21 +34,14 @@ type Shared = Rc<RemoteStore<Box<dyn RangeClient>>>;
 /// (`NotFound`, `Remote`, `StoreChanged`, `BadFormat`, `Cancelled`, ...).
 fn js_error(e: Error) -> JsValue {
     let code = format!("{e:?}");
-    let code = code
-        .split(|c: char| !c.is_alphanumeric())
-        .next()
-        .unwrap_or("Error")
-        .to_string();
+    let code = code.split(|c: char| !c.is_alphanumeric()).next().unwrap_or("Error").to_string();
     let err: JsValue = JsError::new(&e.to_string()).into();
     let _ = Reflect::set(&err, &"code".into(), &code.into());
     err
 }
 
 fn invalid(why: impl Into<String>) -> JsValue {
-    js_error(Error::InvalidArgument {
-        store: String::new(),
-        why: why.into(),
-    })
+    js_error(Error::InvalidArgument { store: String::new(), why: why.into() })
 }
 
 /// Text of a thrown JS value (an Error's message, or its string form).
@@ -68,11 +61,7 @@ fn describe(v: &JsValue) -> String {
 fn global_fn(name: &str) -> Result<Function, JsValue> {
     Reflect::get(&js_sys::global(), &name.into())?
         .dyn_into::<Function>()
-        .map_err(|_| {
-            invalid(format!(
-                "this JavaScript environment has no global {name}()"
-            ))
-        })
+        .map_err(|_| invalid(format!("this JavaScript environment has no global {name}()")))
 }
 
 /// A promise resolved after `ms` milliseconds (no Rust closure is kept alive).
@@ -99,9 +88,8 @@ async fn aborted(signal: Option<AbortSignal>) {
     let p = Promise::new(&mut |resolve, _| {
         let opts = AddEventListenerOptions::new();
         opts.set_once(true);
-        let _ = signal.add_event_listener_with_callback_and_add_event_listener_options(
-            "abort", &resolve, &opts,
-        );
+        let _ =
+            signal.add_event_listener_with_callback_and_add_event_listener_options("abort", &resolve, &opts);
     });
     let _ = JsFuture::from(p).await;
 }
@@ -145,9 +133,8 @@ impl FetchClient {
         // so nothing leaks when the timer is cleared.
         let timer = match self.timeout_ms {
             Some(ms) => {
-                let abort: Function = Reflect::get(&controller, &"abort".into())
-                    .map_err(fatal)?
-                    .unchecked_into();
+                let abort: Function =
+                    Reflect::get(&controller, &"abort".into()).map_err(fatal)?.unchecked_into();
                 let abort = abort.bind0(&controller);
                 Some(
                     global_fn("setTimeout")
@@ -166,12 +153,9 @@ impl FetchClient {
         }
         guard.0 = None;
         out.map_err(|e| match e {
-            TransportError::Network(why) if controller.signal().aborted() => {
-                TransportError::Network(format!(
-                    "no answer within {} ms ({why})",
-                    self.timeout_ms.unwrap_or_default()
-                ))
-            }
+            TransportError::Network(why) if controller.signal().aborted() => TransportError::Network(
+                format!("no answer within {} ms ({why})", self.timeout_ms.unwrap_or_default()),
+            ),
             e => e,
         })
     }
@@ -193,9 +177,8 @@ impl FetchClient {
             .fetch
             .call2(&JsValue::NULL, &JsValue::from_str(&req.url), init)
             .map_err(|e| TransportError::Fatal(format!("fetch threw: {}", describe(&e))))?;
-        let promise: Promise = promise
-            .dyn_into()
-            .map_err(|_| TransportError::Fatal("fetch did not return a Promise".into()))?;
+        let promise: Promise =
+            promise.dyn_into().map_err(|_| TransportError::Fatal("fetch did not return a Promise".into()))?;
         let resp: web_sys::Response = JsFuture::from(promise)
             .await
             .map_err(network)?
@@ -218,9 +201,7 @@ impl FetchClient {
                 out.body = vec![0; limit as usize];
                 return Ok(out);
             }
-            let buf = resp
-                .array_buffer()
-                .map_err(|e| TransportError::Fatal(describe(&e)))?;
+            let buf = resp.array_buffer().map_err(|e| TransportError::Fatal(describe(&e)))?;
             let buf = JsFuture::from(buf).await.map_err(network)?;
             let bytes = Uint8Array::new(&buf);
             let n = u64::from(bytes.length()).min(limit) as u32;
@@ -250,10 +231,7 @@ impl BlobClient {
     async fn read(&self, req: RangeRequest) -> Result<RangeResponse, TransportError> {
         let name = req.url.rsplit('/').next().unwrap_or_default();
         let Some((_, blob)) = self.files.iter().find(|(n, _)| n == name) else {
-            return Ok(RangeResponse {
-                status: 404,
-                ..Default::default()
-            });
+            return Ok(RangeResponse { status: 404, ..Default::default() });
         };
         let total = blob.size() as u64;
         if req.range.start >= total {
@@ -292,9 +270,7 @@ fn get(obj: &JsValue, key: &str) -> Option<JsValue> {
     if obj.is_undefined() || obj.is_null() {
         return None;
     }
-    Reflect::get(obj, &key.into())
-        .ok()
-        .filter(|v| !v.is_undefined() && !v.is_null())
+    Reflect::get(obj, &key.into()).ok().filter(|v| !v.is_undefined() && !v.is_null())
 }
 
 fn number(obj: &JsValue, key: &str) -> Result<Option<f64>, JsValue> {
@@ -302,9 +278,7 @@ fn number(obj: &JsValue, key: &str) -> Result<Option<f64>, JsValue> {
         None => Ok(None),
         Some(v) => match v.as_f64() {
             Some(n) if n.is_finite() && n >= 0.0 => Ok(Some(n)),
-            _ => Err(invalid(format!(
-                "option {key} must be a non-negative number"
-            ))),
+            _ => Err(invalid(format!("option {key} must be a non-negative number"))),
         },
     }
 }
@@ -312,10 +286,9 @@ fn number(obj: &JsValue, key: &str) -> Result<Option<f64>, JsValue> {
 fn signal_of(options: &JsValue) -> Result<Option<AbortSignal>, JsValue> {
     match get(options, "signal") {
         None => Ok(None),
-        Some(s) => s
-            .dyn_into::<AbortSignal>()
-            .map(Some)
-            .map_err(|_| invalid("option signal must be an AbortSignal")),
+        Some(s) => {
+            s.dyn_into::<AbortSignal>().map(Some).map_err(|_| invalid("option signal must be an AbortSignal"))
+        }
     }
 }
 
@@ -355,8 +328,7 @@ fn extra_headers(options: &JsValue) -> Result<Vec<(String, String)>, JsValue> {
     let entries: JsValue = match h.dyn_ref::<Headers>() {
         Some(headers) => Array::from(&headers.entries()).into(),
         None => Object::entries(
-            h.dyn_ref::<Object>()
-                .ok_or_else(|| invalid("option headers must be an object or a Headers"))?,
+            h.dyn_ref::<Object>().ok_or_else(|| invalid("option headers must be an object or a Headers"))?,
         )
         .into(),
     };
@@ -522,9 +494,7 @@ fn indices_of(value: &JsValue) -> Result<Vec<u64>, JsValue> {
         return Ok(a.to_vec());
     }
     let bad = || invalid("indices must be non-negative integers (an Array or a typed array)");
-    let iter = js_sys::try_iter(value)
-        .map_err(|_| bad())?
-        .ok_or_else(bad)?;
+    let iter = js_sys::try_iter(value).map_err(|_| bad())?.ok_or_else(bad)?;
     let mut out = Vec::new();
     for v in iter {
         let v = v?;
@@ -564,19 +534,11 @@ where
     future_to_promise(async move { cancellable(work, aborted(signal)).await.map_err(js_error) })
 }
 
-async fn open_with(
-    client: Box<dyn RangeClient>,
-    url: &str,
-    options: &JsValue,
-) -> Result<JsStore, JsValue> {
+async fn open_with(client: Box<dyn RangeClient>, url: &str, options: &JsValue) -> Result<JsStore, JsValue> {
     let opts = remote_options(options)?;
     let signal = signal_of(options)?;
-    let store = cancellable(RemoteStore::open(client, url, opts), aborted(signal))
-        .await
-        .map_err(js_error)?;
-    Ok(JsStore {
-        inner: Rc::new(store),
-    })
+    let store = cancellable(RemoteStore::open(client, url, opts), aborted(signal)).await.map_err(js_error)?;
+    Ok(JsStore { inner: Rc::new(store) })
 }
 
 #[wasm_bindgen(js_class = Store)]
@@ -592,16 +554,13 @@ impl JsStore {
     ) -> Result<JsStore, JsValue> {
         let options = options.unwrap_or(JsValue::UNDEFINED);
         let fetch = match get(&options, "fetch") {
-            Some(f) => f
-                .dyn_into::<Function>()
-                .map_err(|_| invalid("option fetch must be a function"))?,
+            Some(f) => f.dyn_into::<Function>().map_err(|_| invalid("option fetch must be a function"))?,
             None => global_fn("fetch")?,
         };
         let client = FetchClient {
             fetch,
             headers: extra_headers(&options)?,
-            timeout_ms: Some(number(&options, "timeoutMs")?.unwrap_or(30_000.0))
-                .filter(|&ms| ms > 0.0),
+            timeout_ms: Some(number(&options, "timeoutMs")?.unwrap_or(30_000.0)).filter(|&ms| ms > 0.0),
         };
         open_with(Box::new(client), &url, &options).await
     }
@@ -622,9 +581,8 @@ impl JsStore {
             let iter = js_sys::try_iter(&files)?.ok_or_else(|| invalid("not a list of files"))?;
             for f in iter {
                 let f = f?;
-                let file: web_sys::File = f
-                    .dyn_into()
-                    .map_err(|_| invalid("openFiles expects File objects"))?;
+                let file: web_sys::File =
+                    f.dyn_into().map_err(|_| invalid("openFiles expects File objects"))?;
                 let name = file.name();
                 if let Some(rel) = get(&file, "webkitRelativePath").and_then(|v| v.as_string()) {
                     if let Some((d, _)) = rel.rsplit_once('/') {
@@ -634,28 +592,16 @@ impl JsStore {
                 named.push((name, file.into()));
             }
         } else {
-            for (key, name) in [
-                ("meta", "meta.zr"),
-                ("data", "data.zr"),
-                ("dict", "dict.zr"),
-            ] {
+            for (key, name) in [("meta", "meta.zr"), ("data", "data.zr"), ("dict", "dict.zr")] {
                 if let Some(b) = get(&files, key) {
-                    let blob: Blob = b
-                        .dyn_into()
-                        .map_err(|_| invalid(format!("files.{key} must be a Blob or File")))?;
+                    let blob: Blob =
+                        b.dyn_into().map_err(|_| invalid(format!("files.{key} must be a Blob or File")))?;
                     named.push((name.to_string(), blob));
                 }
             }
         }
         named.retain(|(n, _)| matches!(n.as_str(), "meta.zr" | "data.zr" | "dict.zr"));
-        let url = format!(
-            "local:{}/",
-            if dir.is_empty() {
-                "files"
-            } else {
-                dir.as_str()
-            }
-        );
+        let url = format!("local:{}/", if dir.is_empty() { "files" } else { dir.as_str() });
         open_with(Box::new(BlobClient { files: named }), &url, &options).await
     }
 
@@ -677,9 +623,7 @@ impl JsStore {
     /// `item_shape` of a Dense store (Array of numbers), `null` for Ragged.
     #[wasm_bindgen(getter, js_name = itemShape, unchecked_return_type = "number[] | null")]
     pub fn item_shape(&self) -> JsValue {
-        self.inner
-            .item_shape()
-            .map_or(JsValue::NULL, |s| shape_array(s).into())
+        self.inner.item_shape().map_or(JsValue::NULL, |s| shape_array(s).into())
     }
     /// `"raw"`, `"zstd"` or `"zstd_dict"`.
     #[wasm_bindgen(getter)]
@@ -753,9 +697,7 @@ impl JsStore {
     #[wasm_bindgen(unchecked_return_type = "Promise<DenseBatch | RaggedBatch>")]
     pub fn gather(
         &self,
-        #[wasm_bindgen(
-            unchecked_param_type = "ArrayLike<number | bigint> | Iterable<number | bigint>"
-        )]
+        #[wasm_bindgen(unchecked_param_type = "ArrayLike<number | bigint> | Iterable<number | bigint>")]
         indices: JsValue,
         #[wasm_bindgen(unchecked_optional_param_type = "CallOptions")] options: Option<JsValue>,
     ) -> Promise {

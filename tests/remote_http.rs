@@ -48,12 +48,7 @@ fn check_against_local(f: &FixtureStore, remote: &BlockingStore) {
             for (k, &i) in order.iter().enumerate() {
                 let (shape, bytes) = got.record(k);
                 assert_eq!(shape, f.records[i as usize].0.as_slice(), "{} {i}", f.name);
-                assert_eq!(
-                    bytes,
-                    f.record_bytes(i as usize).as_slice(),
-                    "{} {i}",
-                    f.name
-                );
+                assert_eq!(bytes, f.record_bytes(i as usize).as_slice(), "{} {i}", f.name);
             }
         }
     }
@@ -63,10 +58,7 @@ fn check_against_local(f: &FixtureStore, remote: &BlockingStore) {
         assert_eq!((shape, bytes.as_slice()), (lshape, lbytes.as_slice()));
         assert_eq!(remote.loc(i).unwrap(), local.loc(i).unwrap());
     }
-    assert_eq!(
-        remote.logical_bytes().unwrap(),
-        local.logical_bytes().unwrap()
-    );
+    assert_eq!(remote.logical_bytes().unwrap(), local.logical_bytes().unwrap());
 }
 
 #[test]
@@ -82,11 +74,7 @@ fn every_fixture_over_http_equals_local() {
             "{}: open costs one request (two with a dictionary)",
             f.name
         );
-        assert_eq!(
-            remote.file_sizes().data,
-            None,
-            "data.zr is not asked for at open"
-        );
+        assert_eq!(remote.file_sizes().data, None, "data.zr is not asked for at open");
         check_against_local(&f, &remote);
         if f.len > 0 {
             let local = Store::open(f.path()).unwrap();
@@ -137,27 +125,17 @@ fn value(i: u64) -> u64 {
 /// Write a raw Dense store of `n` scalar `<u8` records with the format core.
 fn write_u64_store(dir: &Path, n: u64) {
     std::fs::create_dir_all(dir).unwrap();
-    let schema = Schema {
-        dtype: DType::parse("<u8").unwrap(),
-        geometry: Geometry::Dense { item_shape: vec![] },
-    }
-    .encode();
-    let header = Header {
-        length: n,
-        tail_offset: 8 * n,
-        schema_length: schema.len() as u32,
-        codec: Codec::Raw,
-    };
+    let schema =
+        Schema { dtype: DType::parse("<u8").unwrap(), geometry: Geometry::Dense { item_shape: vec![] } }
+            .encode();
+    let header =
+        Header { length: n, tail_offset: 8 * n, schema_length: schema.len() as u32, codec: Codec::Raw };
     let mut meta = header.encode().to_vec();
     meta.extend_from_slice(&schema);
     meta.resize(4096, 0);
     let mut data = Vec::with_capacity(8 * n as usize);
     for i in 0..n {
-        let loc = RecordLoc {
-            offset: 8 * i,
-            phys_length: 8,
-            logic_length: 8,
-        };
+        let loc = RecordLoc { offset: 8 * i, phys_length: 8, logic_length: 8 };
         meta.extend_from_slice(&loc.encode());
         data.extend_from_slice(&value(i).to_le_bytes());
     }
@@ -191,10 +169,7 @@ fn request_counts_on_a_large_store() {
     write_u64_store(&root.path().join("big"), N);
     let server = Nginx::start(root.path());
     let url = server.url("big/");
-    let options = RemoteOptions {
-        max_gap: 0,
-        ..Default::default()
-    };
+    let options = RemoteOptions { max_gap: 0, ..Default::default() };
     let store = RemoteStore::open_blocking_with(&url, options, HttpOptions::default()).unwrap();
     assert_eq!(store.stats().requests, 1, "open is one request");
     assert_eq!(server.logged_requests(), 1);
@@ -221,10 +196,7 @@ fn request_counts_on_a_large_store() {
     let s = store.stats();
     assert_eq!(s.meta_requests, before.meta_requests, "{s:?}");
     let data = s.data_requests - before.data_requests;
-    assert!(
-        data <= 256 && data > 100,
-        "{data} data requests for 256 random records"
-    );
+    assert!(data <= 256 && data > 100, "{data} data requests for 256 random records");
     assert_eq!(s.requests - before.requests, data);
 
     // 256 consecutive records: one data request.
@@ -246,10 +218,7 @@ fn request_counts_on_a_large_store() {
     assert!(s.requests <= 1 + pages + s.data_requests, "{s:?}");
 
     // A small cache still serves batches that span more pages than it holds.
-    let options = RemoteOptions {
-        cache_pages: 3,
-        ..Default::default()
-    };
+    let options = RemoteOptions { cache_pages: 3, ..Default::default() };
     let store = RemoteStore::open_blocking_with(&url, options, HttpOptions::default()).unwrap();
     let idx = random_indices(N, 1000, 3);
     let batch = store.gather(&idx).unwrap();
@@ -258,8 +227,5 @@ fn request_counts_on_a_large_store() {
     assert!(store.stats().cached_pages <= 3);
     let locs = store.locs(N - 10, 10).unwrap();
     assert_eq!(locs[9].offset, 8 * (N - 1));
-    assert!(matches!(
-        store.locs(N - 10, 11),
-        Err(Error::IndexOutOfRange { .. })
-    ));
+    assert!(matches!(store.locs(N - 10, 11), Err(Error::IndexOutOfRange { .. })));
 }

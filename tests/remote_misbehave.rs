@@ -48,19 +48,14 @@ fn good(req: &Req, file: Option<&Vec<u8>>) -> Reply {
     let etag = ("ETag".to_string(), "\"v1\"".to_string());
     match req.range {
         None => reply(200, vec![etag], bytes.clone()),
-        Some((a, _)) if a >= total => reply(
-            416,
-            vec![("Content-Range".into(), format!("bytes */{total}"))],
-            vec![],
-        ),
+        Some((a, _)) if a >= total => {
+            reply(416, vec![("Content-Range".into(), format!("bytes */{total}"))], vec![])
+        }
         Some((a, b)) => {
             let b = b.min(total - 1);
             reply(
                 206,
-                vec![
-                    etag,
-                    ("Content-Range".into(), format!("bytes {a}-{b}/{total}")),
-                ],
+                vec![etag, ("Content-Range".into(), format!("bytes {a}-{b}/{total}"))],
                 bytes[a as usize..=b as usize].to_vec(),
             )
         }
@@ -148,10 +143,7 @@ fn answer(
 }
 
 fn options() -> RemoteOptions {
-    RemoteOptions {
-        backoff: Duration::from_millis(1),
-        ..Default::default()
-    }
+    RemoteOptions { backoff: Duration::from_millis(1), ..Default::default() }
 }
 
 fn open(url: &str) -> Result<BlockingStore> {
@@ -172,19 +164,13 @@ fn server_ignoring_range_is_named() {
     let (url, _) = serve(
         STORE,
         Box::new(|req, _, _| {
-            let whole = Req {
-                range: None,
-                file: req.file.clone(),
-                if_match: None,
-            };
+            let whole = Req { range: None, file: req.file.clone(), if_match: None };
             good(&whole, Some(&fixture_file(&req.file)))
         }),
     );
     let e = open_err(&url);
     assert!(
-        matches!(e, Error::Remote { .. })
-            && e.to_string()
-                .contains("does not support HTTP Range requests"),
+        matches!(e, Error::Remote { .. }) && e.to_string().contains("does not support HTTP Range requests"),
         "{e}"
     );
 }
@@ -335,10 +321,7 @@ fn two_server_errors_then_success_is_retried() {
         }),
     );
     let e = open_err(&url);
-    assert!(
-        e.to_string().contains("HTTP 503") && e.to_string().contains("4 attempts"),
-        "{e}"
-    );
+    assert!(e.to_string().contains("HTTP 503") && e.to_string().contains("4 attempts"), "{e}");
     assert_eq!(count.load(Ordering::SeqCst), 4);
 }
 
@@ -353,10 +336,7 @@ fn timeouts_are_retried_then_reported() {
             r
         }),
     );
-    let http = HttpOptions {
-        timeout: Duration::from_millis(300),
-        ..Default::default()
-    };
+    let http = HttpOptions { timeout: Duration::from_millis(300), ..Default::default() };
     let store = RemoteStore::open_blocking_with(&url, options(), http).unwrap();
     assert_eq!(store.stats().retries, 1);
     assert!(count.load(Ordering::SeqCst) >= 2);
@@ -387,32 +367,15 @@ fn not_found_and_forbidden_name_the_url() {
 #[test]
 fn missing_data_and_dict_files() {
     // data.zr gone: the store opens (one request), the first gather says so.
-    let (url, _) = serve(
-        STORE,
-        Box::new(|req, _, r| {
-            if req.file == "data.zr" {
-                good(req, None)
-            } else {
-                r
-            }
-        }),
-    );
+    let (url, _) =
+        serve(STORE, Box::new(|req, _, r| if req.file == "data.zr" { good(req, None) } else { r }));
     let store = open(&url).unwrap();
     let e = store.gather(&[0]).unwrap_err();
-    assert!(
-        matches!(e, Error::NotFound { .. }) && e.to_string().contains("data.zr"),
-        "{e}"
-    );
+    assert!(matches!(e, Error::NotFound { .. }) && e.to_string().contains("data.zr"), "{e}");
     // dict.zr gone from a zstd_dict store: the format's own error.
     let (url, _) = serve(
         "dense-u8-img-zstd_dict",
-        Box::new(|req, _, r| {
-            if req.file == "dict.zr" {
-                good(req, None)
-            } else {
-                r
-            }
-        }),
+        Box::new(|req, _, r| if req.file == "dict.zr" { good(req, None) } else { r }),
     );
     let e = open_err(&url);
     assert!(e.to_string().contains("dict.zr is missing"), "{e}");
@@ -456,10 +419,7 @@ fn empty_and_tiny_meta_files_are_bad_format() {
         );
         let e = open_err(&url);
         assert!(matches!(e, Error::BadFormat { .. }), "{e:?}");
-        assert!(
-            e.to_string().contains("shorter than the 32-byte header"),
-            "{e}"
-        );
+        assert!(e.to_string().contains("shorter than the 32-byte header"), "{e}");
     }
 }
 
@@ -480,10 +440,7 @@ fn hostile_meta_answers_fail_cleanly() {
         }),
     );
     let e = open_err(&url);
-    assert!(
-        e.to_string().contains("Content-Range") || e.to_string().contains("body"),
-        "{e}"
-    );
+    assert!(e.to_string().contains("Content-Range") || e.to_string().contains("body"), "{e}");
     let (url, _) = serve(
         STORE,
         Box::new(|req, _, mut r| {
@@ -510,10 +467,7 @@ fn if_match_is_off_by_default_and_sent_when_asked() {
     );
     let store = open(&url).unwrap();
     store.gather(&[0]).unwrap();
-    let opts = RemoteOptions {
-        if_match: true,
-        ..options()
-    };
+    let opts = RemoteOptions { if_match: true, ..options() };
     let store = RemoteStore::open_blocking_with(&url, opts, HttpOptions::default()).unwrap();
     store.gather(&[0]).unwrap();
     store.gather(&[1]).unwrap();

@@ -38,12 +38,7 @@ thread_local! {
 pub fn decompress_exact(src: &[u8], dst: &mut [u8], dict: Option<&Dict>) -> Result<(), String> {
     match zstd_safe::get_frame_content_size(src) {
         Ok(Some(n)) if n == dst.len() as u64 => {}
-        Ok(Some(n)) => {
-            return Err(format!(
-                "zstd frame declares {n} bytes, location says {}",
-                dst.len()
-            ))
-        }
+        Ok(Some(n)) => return Err(format!("zstd frame declares {n} bytes, location says {}", dst.len())),
         Ok(None) => {}
         Err(_) => return Err("not a zstd frame (bad magic or header)".into()),
     }
@@ -56,13 +51,57 @@ pub fn decompress_exact(src: &[u8], dst: &mut [u8], dict: Option<&Dict>) -> Resu
     });
     match got {
         Ok(n) if n == dst.len() => Ok(()),
-        Ok(n) => Err(format!(
-            "zstd frame decoded to {n} bytes, expected {}",
-            dst.len()
-        )),
-        Err(code) => Err(format!(
-            "zstd frame does not decode: {}",
-            zstd_safe::get_error_name(code)
-        )),
+        Ok(n) => Err(format!("zstd frame decoded to {n} bytes, expected {}", dst.len())),
+        Err(code) => Err(format!("zstd frame does not decode: {}", zstd_safe::get_error_name(code))),
     }
+}
+
+/// A digested compression dictionary at a fixed level, shared by all threads.
+pub struct CompressDict {
+    cdict: zstd_safe::CDict<'static>,
+}
+
+impl CompressDict {
+    /// Digest dictionary bytes for compression at `level`.
+    ///
+    /// # Errors
+    /// A message when zstd rejects the dictionary.
+    pub fn new(bytes: &[u8], level: i32) -> Result<CompressDict, String> {
+        zstd_safe::CDict::try_create(bytes, level)
+            .map(|cdict| CompressDict { cdict })
+            .ok_or_else(|| "zstd could not load the dictionary".to_string())
+    }
+}
+
+thread_local! {
+    static CCTX: RefCell<zstd_safe::CCtx<'static>> = RefCell::new(zstd_safe::CCtx::create());
+    static CSCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Compress `src` as one frame (content size in the header) and append it to `out`.
+/// Returns the frame's length.
+///
+/// # Errors
+/// A message from zstd (it only fails on resource exhaustion).
+pub fn compress_append(
+    src: &[u8],
+    level: i32,
+    dict: Option<&CompressDict>,
+    out: &mut Vec<u8>,
+) -> Result<usize, String> {
+    CSCRATCH.with(|scratch| {
+        let mut scratch = scratch.borrow_mut();
+        scratch.clear();
+        scratch.reserve(zstd_safe::compress_bound(src.len()));
+        let n = CCTX.with(|ctx| {
+            let mut ctx = ctx.borrow_mut();
+            match dict {
+                Some(d) => ctx.compress_using_cdict(&mut *scratch, src, &d.cdict),
+                None => ctx.compress(&mut *scratch, src, level),
+            }
+        });
+        let n = n.map_err(|code| format!("zstd compression failed: {}", zstd_safe::get_error_name(code)))?;
+        out.extend_from_slice(&scratch[..n]);
+        Ok(n)
+    })
 }

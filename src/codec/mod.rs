@@ -10,6 +10,7 @@ cfg_if::cfg_if! {
     if #[cfg(feature = "native")] {
         pub mod c;
         pub use c::{decompress_exact, Dict};
+        pub use c::{compress_append, CompressDict};
     } else {
         pub use pure::{decompress_exact, Dict};
     }

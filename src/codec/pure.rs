@@ -18,12 +18,9 @@ impl Dict {
     /// # Errors
     /// A message when the bytes are not a zstd dictionary.
     pub fn new(bytes: &[u8]) -> Result<Dict, String> {
-        let d = Dictionary::decode_dict(bytes)
-            .map_err(|e| format!("dict.zr is not a zstd dictionary: {e}"))?;
-        Ok(Dict {
-            id: d.id,
-            raw: bytes.to_vec(),
-        })
+        let d =
+            Dictionary::decode_dict(bytes).map_err(|e| format!("dict.zr is not a zstd dictionary: {e}"))?;
+        Ok(Dict { id: d.id, raw: bytes.to_vec() })
     }
 }
 
@@ -47,18 +44,14 @@ pub fn decompress_exact(src: &[u8], dst: &mut [u8], dict: Option<&Dict>) -> Resu
             }
         }
         let mut input = src;
-        dec.reset(&mut input)
-            .map_err(|e| format!("zstd frame header: {e}"))?;
+        dec.reset(&mut input).map_err(|e| format!("zstd frame header: {e}"))?;
         if let Some(d) = dict {
             // Frames written without a dictionary id need the dictionary forced.
             dec.force_dict(d.id).map_err(|e| e.to_string())?;
         }
         let declared = dec.content_size();
         if declared != 0 && declared != dst.len() as u64 {
-            return Err(format!(
-                "zstd frame declares {declared} bytes, location says {}",
-                dst.len()
-            ));
+            return Err(format!("zstd frame declares {declared} bytes, location says {}", dst.len()));
         }
         let mut written = 0usize;
         loop {
@@ -75,20 +68,14 @@ pub fn decompress_exact(src: &[u8], dst: &mut [u8], dict: Option<&Dict>) -> Resu
                 written += n;
             }
             if dec.can_collect() > 0 {
-                return Err(format!(
-                    "zstd frame decodes to more than {} bytes",
-                    dst.len()
-                ));
+                return Err(format!("zstd frame decodes to more than {} bytes", dst.len()));
             }
             if finished {
                 break;
             }
         }
         if written != dst.len() {
-            return Err(format!(
-                "zstd frame decoded to {written} bytes, expected {}",
-                dst.len()
-            ));
+            return Err(format!("zstd frame decoded to {written} bytes, expected {}", dst.len()));
         }
         Ok(())
     })

@@ -28,18 +28,13 @@ pub fn coalesce(ranges: &[Range<u64>], max_gap: u64, max_len: u64) -> Vec<Fetch>
         if let Some(last) = out.last_mut() {
             let merged_end = last.range.end.max(r.end);
             let gap_ok = r.start <= last.range.end.saturating_add(max_gap);
-            if gap_ok
-                && merged_end - last.range.start <= max_len.max(last.range.end - last.range.start)
-            {
+            if gap_ok && merged_end - last.range.start <= max_len.max(last.range.end - last.range.start) {
                 last.range.end = merged_end;
                 last.members.push(i);
                 continue;
             }
         }
-        out.push(Fetch {
-            range: r.clone(),
-            members: vec![i],
-        });
+        out.push(Fetch { range: r.clone(), members: vec![i] });
     }
     out
 }
@@ -60,10 +55,7 @@ mod tests {
     #[test]
     fn respects_max_len() {
         let f = coalesce(&[0..10, 10..20, 20..30], 0, 20);
-        assert_eq!(
-            f.iter().map(|f| f.range.clone()).collect::<Vec<_>>(),
-            vec![0..20, 20..30]
-        );
+        assert_eq!(f.iter().map(|f| f.range.clone()).collect::<Vec<_>>(), vec![0..20, 20..30]);
         let big = coalesce(&[0..100, 100..101], 0, 20);
         assert_eq!(big.len(), 2);
     }

@@ -17,19 +17,11 @@ pub fn decode_record(
     src: &[u8],
     dst: &mut [u8],
 ) -> Result<()> {
-    let corrupt = |why: String| Error::CorruptRecord {
-        store: info.name.clone(),
-        index,
-        why,
-    };
+    let corrupt = |why: String| Error::CorruptRecord { store: info.name.clone(), index, why };
     match info.codec() {
         Codec::Raw => {
             if src.len() != dst.len() {
-                return Err(corrupt(format!(
-                    "{} stored bytes for {} decoded",
-                    src.len(),
-                    dst.len()
-                )));
+                return Err(corrupt(format!("{} stored bytes for {} decoded", src.len(), dst.len())));
             }
             dst.copy_from_slice(src);
             Ok(())
@@ -40,21 +32,13 @@ pub fn decode_record(
 }
 
 /// Check a Dense record's location against the row width.
-pub fn check_dense_loc(
-    info: &StoreInfo,
-    index: u64,
-    loc: &RecordLoc,
-    row_bytes: u64,
-) -> Result<()> {
+pub fn check_dense_loc(info: &StoreInfo, index: u64, loc: &RecordLoc, row_bytes: u64) -> Result<()> {
     loc.validate(&info.name, index, info.codec(), info.header.tail_offset)?;
     if u64::from(loc.logic_length) != row_bytes {
         return Err(Error::CorruptRecord {
             store: info.name.clone(),
             index,
-            why: format!(
-                "logic_length {} is not the row width {row_bytes}",
-                loc.logic_length
-            ),
+            why: format!("logic_length {} is not the row width {row_bytes}", loc.logic_length),
         });
     }
     Ok(())
@@ -70,10 +54,7 @@ pub struct AlignedBytes {
 impl AlignedBytes {
     /// A zeroed buffer of `len` bytes.
     pub fn zeroed(len: usize) -> AlignedBytes {
-        AlignedBytes {
-            words: vec![0u64; len.div_ceil(8)],
-            len,
-        }
+        AlignedBytes { words: vec![0u64; len.div_ceil(8)], len }
     }
     /// Resize to `len` bytes, reusing the allocation when it is large enough.
     pub fn resize(&mut self, len: usize) {
@@ -206,14 +187,8 @@ pub fn compact_ragged(
     let mut at = 0usize;
     for (slot, &index) in slots.iter().zip(indices) {
         let buf = out.data.as_mut_slice();
-        let head =
-            ragged::parse_prefix(&buf[slot.clone()], dtype, &mut out.dims).map_err(|why| {
-                Error::CorruptRecord {
-                    store: info.name.clone(),
-                    index,
-                    why,
-                }
-            })?;
+        let head = ragged::parse_prefix(&buf[slot.clone()], dtype, &mut out.dims)
+            .map_err(|why| Error::CorruptRecord { store: info.name.clone(), index, why })?;
         let start = at.next_multiple_of(align);
         let len = slot.len() - head;
         buf.copy_within(slot.start + head..slot.end, start);

@@ -92,11 +92,7 @@ impl DType {
             return Err(err("item size must be a decimal number"));
         }
         let count: usize = digits.parse().map_err(|_| err("bad item size"))?;
-        let itemsize = if kind == Kind::Unicode {
-            count * 4
-        } else {
-            count
-        };
+        let itemsize = if kind == Kind::Unicode { count * 4 } else { count };
         let ok = match kind {
             Kind::Bool => itemsize == 1,
             Kind::Int | Kind::UInt => matches!(itemsize, 1 | 2 | 4 | 8),
@@ -127,13 +123,7 @@ impl DType {
         if multi_byte_numeric && order == ByteOrder::NotApplicable {
             return Err(err("multi-byte items need a byte order '<' or '>'"));
         }
-        Ok(DType {
-            text: text.to_string(),
-            order,
-            kind,
-            itemsize,
-            unit,
-        })
+        Ok(DType { text: text.to_string(), order, kind, itemsize, unit })
     }
 
     /// The string exactly as stored in the schema.
@@ -158,11 +148,7 @@ impl DType {
     }
     /// Alignment to give a buffer of these items (power of two, at most 8).
     pub fn alignment(&self) -> usize {
-        let base = if self.kind == Kind::Complex {
-            self.itemsize / 2
-        } else {
-            self.itemsize
-        };
+        let base = if self.kind == Kind::Complex { self.itemsize / 2 } else { self.itemsize };
         base.clamp(1, 8).next_power_of_two().min(8)
     }
     /// Whether items are stored in this machine's byte order (or order does not matter).
@@ -245,9 +231,7 @@ mod tests {
         }
         assert_eq!(DType::parse(">i4").unwrap().byte_order(), ByteOrder::Big);
         assert_eq!(DType::parse("<M8[ns]").unwrap().unit(), Some("ns"));
-        for bad in [
-            "", "f4", "<f3", "|O8", "<i4[ns]", "<f", "<f4x", "|i4", "<b2", "<M8[", "<V0",
-        ] {
+        for bad in ["", "f4", "<f3", "|O8", "<i4[ns]", "<f", "<f4x", "|i4", "<b2", "<M8[", "<V0"] {
             assert!(DType::parse(bad).is_err(), "{bad}");
         }
     }

@@ -52,9 +52,7 @@ impl std::str::FromStr for Codec {
             "raw" => Ok(Codec::Raw),
             "zstd" => Ok(Codec::Zstd),
             "zstd_dict" | "zstd-dict" => Ok(Codec::ZstdDict),
-            _ => Err(format!(
-                "unknown codec {s:?} (expected raw, zstd or zstd_dict)"
-            )),
+            _ => Err(format!("unknown codec {s:?} (expected raw, zstd or zstd_dict)")),
         }
     }
 }
@@ -84,15 +82,9 @@ impl Header {
     /// `BadFormat` naming the failed check; `Unpublished` when the reserved
     /// bytes carry our writer's building marker.
     pub fn parse(store: &str, meta: &[u8]) -> Result<Header> {
-        let bad = |check: String| Error::BadFormat {
-            store: store.to_string(),
-            check,
-        };
+        let bad = |check: String| Error::BadFormat { store: store.to_string(), check };
         if meta.len() < HEADER_SIZE {
-            return Err(bad(format!(
-                "meta.zr is {} bytes, shorter than the 32-byte header",
-                meta.len()
-            )));
+            return Err(bad(format!("meta.zr is {} bytes, shorter than the 32-byte header", meta.len())));
         }
         let length = u64::from_le_bytes(meta[0..8].try_into().expect("8 bytes"));
         let tail_offset = u64::from_le_bytes(meta[8..16].try_into().expect("8 bytes"));
@@ -114,19 +106,12 @@ impl Header {
             c => return Err(bad(format!("unknown codec byte {c} (expected 0, 1 or 2)"))),
         };
         if schema_length == 0 || schema_length > MAX_SCHEMA_LEN {
-            return Err(bad(format!(
-                "schema_length {schema_length} is outside 1..={MAX_SCHEMA_LEN}"
-            )));
+            return Err(bad(format!("schema_length {schema_length} is outside 1..={MAX_SCHEMA_LEN}")));
         }
         if tail_offset > MAX_TAIL {
             return Err(bad(format!("tail_offset {tail_offset} exceeds 2^63-1")));
         }
-        Ok(Header {
-            length,
-            tail_offset,
-            schema_length,
-            codec,
-        })
+        Ok(Header { length, tail_offset, schema_length, codec })
     }
 
     /// The 32 bytes of this Header as stored.
@@ -156,16 +141,8 @@ mod tests {
 
     #[test]
     fn round_trip() {
-        let h = Header {
-            length: 7,
-            tail_offset: 99,
-            schema_length: 24,
-            codec: Codec::ZstdDict,
-        };
+        let h = Header { length: 7, tail_offset: 99, schema_length: 24, codec: Codec::ZstdDict };
         assert_eq!(Header::parse("s", &h.encode()).unwrap(), h);
-        assert!(matches!(
-            Header::parse("s", &h.encode_building()),
-            Err(Error::Unpublished { .. })
-        ));
+        assert!(matches!(Header::parse("s", &h.encode_building()), Err(Error::Unpublished { .. })));
     }
 }

@@ -20,9 +20,7 @@ pub fn write_prefix(shape: &[u64], out: &mut Vec<u8>) {
 
 /// Payload bytes a record of `shape` must hold, if it fits in `u64`.
 pub fn payload_len(shape: &[u64], dtype: &DType) -> Option<u64> {
-    shape
-        .iter()
-        .try_fold(dtype.itemsize() as u64, |acc, &d| acc.checked_mul(d))
+    shape.iter().try_fold(dtype.itemsize() as u64, |acc, &d| acc.checked_mul(d))
 }
 
 /// Split a decoded Ragged record into its shape (appended to `dims`) and the

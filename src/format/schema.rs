@@ -54,23 +54,16 @@ impl Schema {
     pub fn parse(bytes: &[u8]) -> Result<Schema, String> {
         let mut cursor = std::io::Cursor::new(bytes);
         let mut de = rmp_serde::Deserializer::new(&mut cursor);
-        let wire =
-            WireAny::deserialize(&mut de).map_err(|e| format!("schema does not decode: {e}"))?;
+        let wire = WireAny::deserialize(&mut de).map_err(|e| format!("schema does not decode: {e}"))?;
         let used = cursor.position() as usize;
         if used != bytes.len() {
-            return Err(format!(
-                "schema has {} trailing bytes after the MsgPack map",
-                bytes.len() - used
-            ));
+            return Err(format!("schema has {} trailing bytes after the MsgPack map", bytes.len() - used));
         }
         let dtype = DType::parse(&wire.dtype)?;
         let geometry = match wire.item_shape {
             Some(item_shape) => {
                 if item_shape.len() > 64 {
-                    return Err(format!(
-                        "item_shape has {} dimensions (at most 64)",
-                        item_shape.len()
-                    ));
+                    return Err(format!("item_shape has {} dimensions (at most 64)", item_shape.len()));
                 }
                 Geometry::Dense { item_shape }
             }
@@ -86,9 +79,7 @@ impl Schema {
                 dtype: self.dtype.as_str().to_string(),
                 item_shape: item_shape.clone(),
             }),
-            Geometry::Ragged => rmp_serde::to_vec_named(&RaggedWire {
-                dtype: self.dtype.as_str(),
-            }),
+            Geometry::Ragged => rmp_serde::to_vec_named(&RaggedWire { dtype: self.dtype.as_str() }),
         };
         out.expect("serializing a map of strings and integers cannot fail")
     }
@@ -97,9 +88,9 @@ impl Schema {
     /// for Ragged stores and for shapes whose size overflows `u64`.
     pub fn row_bytes(&self) -> Option<u64> {
         match &self.geometry {
-            Geometry::Dense { item_shape } => item_shape
-                .iter()
-                .try_fold(self.dtype.itemsize() as u64, |acc, &d| acc.checked_mul(d)),
+            Geometry::Dense { item_shape } => {
+                item_shape.iter().try_fold(self.dtype.itemsize() as u64, |acc, &d| acc.checked_mul(d))
+            }
             Geometry::Ragged => None,
         }
     }
@@ -113,9 +104,7 @@ mod tests {
     fn matches_python_msgpack() {
         let s = Schema {
             dtype: DType::parse("<f4").unwrap(),
-            geometry: Geometry::Dense {
-                item_shape: vec![2, 3],
-            },
+            geometry: Geometry::Dense { item_shape: vec![2, 3] },
         };
         let mut want = vec![0x82, 0xA5];
         want.extend(b"dtype");
@@ -130,15 +119,13 @@ mod tests {
 
     #[test]
     fn rejects_wrong_fields() {
-        let extra = rmp_serde::to_vec_named(&std::collections::BTreeMap::from([
-            ("dtype", "<f4"),
-            ("x", "y"),
-        ]))
-        .unwrap();
+        let extra =
+            rmp_serde::to_vec_named(&std::collections::BTreeMap::from([("dtype", "<f4"), ("x", "y")]))
+                .unwrap();
         assert!(Schema::parse(&extra).is_err());
         let neg = [
-            0x82, 0xA5, b'd', b't', b'y', b'p', b'e', 0xA3, b'<', b'f', b'4', 0xAA, b'i', b't',
-            b'e', b'm', b'_', b's', b'h', b'a', b'p', b'e', 0x91, 0xFF,
+            0x82, 0xA5, b'd', b't', b'y', b'p', b'e', 0xA3, b'<', b'f', b'4', 0xAA, b'i', b't', b'e', b'm',
+            b'_', b's', b'h', b'a', b'p', b'e', 0x91, 0xFF,
         ];
         assert!(Schema::parse(&neg).is_err());
         assert!(Schema::parse(&[0x80]).is_err());

@@ -44,10 +44,7 @@ impl StoreInfo {
     /// `BadFormat` naming the failed check, or `Unpublished` for a build whose
     /// writer never closed.
     pub fn parse(name: &str, meta_head: &[u8], sizes: FileSizes) -> Result<StoreInfo> {
-        let bad = |check: String| Error::BadFormat {
-            store: name.to_string(),
-            check,
-        };
+        let bad = |check: String| Error::BadFormat { store: name.to_string(), check };
         let header = Header::parse(name, meta_head)?;
         let schema_end = HEADER_SIZE + header.schema_length as usize;
         if meta_head.len() < schema_end {
@@ -67,18 +64,13 @@ impl StoreInfo {
         }
         check_data_size(name, &header, sizes.data)?;
         match (header.codec, sizes.dict) {
-            (Codec::ZstdDict, None) => {
-                return Err(bad("codec zstd_dict but dict.zr is missing".into()))
-            }
+            (Codec::ZstdDict, None) => return Err(bad("codec zstd_dict but dict.zr is missing".into())),
             (c, Some(_)) if c != Codec::ZstdDict => {
                 return Err(bad(format!("dict.zr present but codec is {c}")))
             }
             _ => {}
         }
-        if header.length == 0
-            && header.tail_offset == 0
-            && (sizes.meta > PAGE_SIZE || sizes.data > 0)
-        {
+        if header.length == 0 && header.tail_offset == 0 && (sizes.meta > PAGE_SIZE || sizes.data > 0) {
             return Err(unpublished(name, sizes.meta, sizes.data));
         }
         if let Geometry::Dense { .. } = schema.geometry {
@@ -86,13 +78,7 @@ impl StoreInfo {
                 return Err(bad("item_shape's byte size overflows 64 bits".into()));
             }
         }
-        Ok(StoreInfo {
-            name: name.to_string(),
-            header,
-            schema,
-            schema_bytes,
-            sizes,
-        })
+        Ok(StoreInfo { name: name.to_string(), header, schema, schema_bytes, sizes })
     }
 
     /// Apply the open-time rules about `data.zr`'s size on their own, for
@@ -139,11 +125,7 @@ impl StoreInfo {
     pub fn check_indices(&self, indices: &[u64]) -> Result<()> {
         let len = self.header.length;
         match indices.iter().find(|&&i| i >= len) {
-            Some(&index) => Err(Error::IndexOutOfRange {
-                store: self.name.clone(),
-                index,
-                len,
-            }),
+            Some(&index) => Err(Error::IndexOutOfRange { store: self.name.clone(), index, len }),
             None => Ok(()),
         }
     }
@@ -153,10 +135,7 @@ fn check_data_size(name: &str, header: &Header, data: u64) -> Result<()> {
     if data < header.tail_offset {
         return Err(Error::BadFormat {
             store: name.to_string(),
-            check: format!(
-                "data.zr is {data} bytes, shorter than tail_offset {}",
-                header.tail_offset
-            ),
+            check: format!("data.zr is {data} bytes, shorter than tail_offset {}", header.tail_offset),
         });
     }
     Ok(())

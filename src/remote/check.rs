@@ -47,12 +47,7 @@ fn parse_content_range(value: &str) -> Option<(Option<(u64, u64)>, u64)> {
 /// Judge `resp`, the answer to `req`.
 pub(crate) fn judge(req: &RangeRequest, resp: RangeResponse) -> Result<Ranged, Fail> {
     let url = &req.url;
-    let fatal = |why: String| {
-        Fail::Fatal(Error::Remote {
-            url: url.clone(),
-            why,
-        })
-    };
+    let fatal = |why: String| Fail::Fatal(Error::Remote { url: url.clone(), why });
     if let Some(enc) = resp.content_encoding.as_deref() {
         if !enc.trim().is_empty() && !enc.trim().eq_ignore_ascii_case("identity") {
             return Err(fatal(format!(
@@ -74,11 +69,9 @@ pub(crate) fn judge(req: &RangeRequest, resp: RangeResponse) -> Result<Ranged, F
         }
         416 => {
             return match resp.content_range.as_deref().and_then(parse_content_range) {
-                Some((None, total)) if req.range.start >= total => Ok(Ranged {
-                    bytes: Vec::new(),
-                    total,
-                    etag: resp.etag,
-                }),
+                Some((None, total)) if req.range.start >= total => {
+                    Ok(Ranged { bytes: Vec::new(), total, etag: resp.etag })
+                }
                 _ => Err(fatal(format!(
                     "416 Range Not Satisfiable for bytes={}-{} without a usable \
                      Content-Range: bytes */SIZE",
@@ -93,10 +86,11 @@ pub(crate) fn judge(req: &RangeRequest, resp: RangeResponse) -> Result<Ranged, F
                 what: format!("HTTP {}", resp.status),
             }))
         }
-        401 => return Err(fatal(
-            "unauthorized (HTTP 401): the server wants credentials (pass them as extra headers)"
-                .into(),
-        )),
+        401 => {
+            return Err(fatal(
+                "unauthorized (HTTP 401): the server wants credentials (pass them as extra headers)".into(),
+            ))
+        }
         403 => {
             return Err(fatal(
                 "forbidden (HTTP 403): the server refuses to serve this file (check its \
@@ -110,14 +104,8 @@ pub(crate) fn judge(req: &RangeRequest, resp: RangeResponse) -> Result<Ranged, F
                 why: "If-Match failed (HTTP 412)".into(),
             }))
         }
-        408 | 429 | 500..=599 => {
-            return Err(Fail::Retry(format!("HTTP {} from the server", resp.status)))
-        }
-        s => {
-            return Err(fatal(format!(
-                "unexpected HTTP status {s} to a Range request"
-            )))
-        }
+        408 | 429 | 500..=599 => return Err(Fail::Retry(format!("HTTP {} from the server", resp.status))),
+        s => return Err(fatal(format!("unexpected HTTP status {s} to a Range request"))),
     }
     let Some(cr) = resp.content_range.as_deref() else {
         return Err(fatal(format!(
@@ -140,18 +128,10 @@ pub(crate) fn judge(req: &RangeRequest, resp: RangeResponse) -> Result<Ranged, F
         return Err(fatal(format!(
             "Content-Range: {cr} announces {len} bytes but the body has {}{}",
             resp.body.len(),
-            if (resp.body.len() as u64) < len {
-                " (truncated response)"
-            } else {
-                " or more"
-            }
+            if (resp.body.len() as u64) < len { " (truncated response)" } else { " or more" }
         )));
     }
-    Ok(Ranged {
-        bytes: resp.body,
-        total,
-        etag: resp.etag,
-    })
+    Ok(Ranged { bytes: resp.body, total, etag: resp.etag })
 }
 
 /// The hint to give when a browser request fails without an answer.
@@ -164,11 +144,7 @@ mod tests {
     use super::*;
 
     fn req(a: u64, b: u64) -> RangeRequest {
-        RangeRequest {
-            url: "http://x/meta.zr".into(),
-            range: a..b + 1,
-            if_match: None,
-        }
+        RangeRequest { url: "http://x/meta.zr".into(), range: a..b + 1, if_match: None }
     }
 
     fn resp(status: u16, cr: Option<&str>, body: usize) -> RangeResponse {
@@ -190,35 +166,19 @@ mod tests {
 
     #[test]
     fn accepts_exact_and_clamped() {
-        assert_eq!(
-            why(judge(&req(0, 9), resp(206, Some("bytes 0-9/100"), 10))),
-            "ok 10 of 100"
-        );
-        assert_eq!(
-            why(judge(&req(0, 99), resp(206, Some("bytes 0-4/5"), 5))),
-            "ok 5 of 5"
-        );
-        assert_eq!(
-            why(judge(&req(5, 9), resp(416, Some("bytes */5"), 0))),
-            "ok 0 of 5"
-        );
+        assert_eq!(why(judge(&req(0, 9), resp(206, Some("bytes 0-9/100"), 10))), "ok 10 of 100");
+        assert_eq!(why(judge(&req(0, 99), resp(206, Some("bytes 0-4/5"), 5))), "ok 5 of 5");
+        assert_eq!(why(judge(&req(5, 9), resp(416, Some("bytes */5"), 0))), "ok 0 of 5");
     }
 
     #[test]
     fn rejects_the_rest() {
-        assert!(why(judge(&req(0, 9), resp(200, None, 10)))
-            .contains("does not support HTTP Range requests"));
-        assert!(
-            why(judge(&req(0, 9), resp(206, Some("bytes 1-10/100"), 10))).contains("Content-Range")
-        );
-        assert!(
-            why(judge(&req(0, 9), resp(206, Some("bytes 0-5/100"), 6))).contains("Content-Range")
-        );
+        assert!(why(judge(&req(0, 9), resp(200, None, 10))).contains("does not support HTTP Range requests"));
+        assert!(why(judge(&req(0, 9), resp(206, Some("bytes 1-10/100"), 10))).contains("Content-Range"));
+        assert!(why(judge(&req(0, 9), resp(206, Some("bytes 0-5/100"), 6))).contains("Content-Range"));
         assert!(why(judge(&req(0, 9), resp(206, Some("bytes 0-9/100"), 4))).contains("truncated"));
         assert!(why(judge(&req(0, 9), resp(206, Some("bytes 0-9/*"), 10))).contains("unreadable"));
-        assert!(
-            why(judge(&req(0, 9), resp(206, None, 10))).contains("Access-Control-Expose-Headers")
-        );
+        assert!(why(judge(&req(0, 9), resp(206, None, 10))).contains("Access-Control-Expose-Headers"));
         assert!(why(judge(&req(0, 9), resp(503, None, 0))).starts_with("retry"));
         assert!(why(judge(&req(0, 9), resp(404, None, 0))).contains("not found"));
         assert!(why(judge(&req(0, 9), resp(403, None, 0))).contains("forbidden"));

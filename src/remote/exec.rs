@@ -151,9 +151,7 @@ mod tests {
     fn bounded_and_complete() {
         let live = Rc::new(Cell::new(0));
         let peak = Rc::new(Cell::new(0));
-        let futs = (0..20)
-            .map(|i| after(i % 4, i, live.clone(), peak.clone()))
-            .collect();
+        let futs = (0..20).map(|i| after(i % 4, i, live.clone(), peak.clone())).collect();
         let mut seen = [false; 20];
         block_on(for_each_bounded(futs, 3, |k, v| {
             assert_eq!(k, v);

@@ -94,28 +94,16 @@ impl HttpClient {
                 })
                 .expect("spawning an HTTP worker thread");
         }
-        HttpClient {
-            agent,
-            headers: Arc::new(options.headers),
-            jobs: Mutex::new(tx),
-        }
+        HttpClient { agent, headers: Arc::new(options.headers), jobs: Mutex::new(tx) }
     }
 
     fn run<T: Send + 'static>(&self, job: impl FnOnce() -> T + Send + 'static) -> Oneshot<T> {
-        let slot = Arc::new(Mutex::new(Slot {
-            value: None,
-            waker: None,
-            done: false,
-        }));
+        let slot = Arc::new(Mutex::new(Slot { value: None, waker: None, done: false }));
         let sender = Sender(slot.clone());
         let job: Job = Box::new(move || sender.send(job()));
         // If the workers are gone the job is dropped, and so is its sender:
         // the receiver then sees the slot closed.
-        let _ = self
-            .jobs
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .send(job);
+        let _ = self.jobs.lock().unwrap_or_else(|e| e.into_inner()).send(job);
         Oneshot(slot)
     }
 }
@@ -136,12 +124,7 @@ fn send(
         ureq::Error::BadUri(u) => TransportError::Fatal(format!("bad URL: {u}")),
         e => TransportError::Network(e.to_string()),
     })?;
-    let header = |name: &str| {
-        resp.headers()
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_string)
-    };
+    let header = |name: &str| resp.headers().get(name).and_then(|v| v.to_str().ok()).map(str::to_string);
     let mut out = RangeResponse {
         status: resp.status().as_u16(),
         content_range: header("content-range"),
@@ -151,10 +134,7 @@ fn send(
     };
     if out.status == 206 || out.status == 200 {
         let limit = req.body_limit();
-        let expect = header("content-length")
-            .and_then(|v| v.parse::<u64>().ok())
-            .unwrap_or(0)
-            .min(limit);
+        let expect = header("content-length").and_then(|v| v.parse::<u64>().ok()).unwrap_or(0).min(limit);
         out.body.reserve(expect as usize);
         resp.into_body()
             .into_reader()
@@ -171,20 +151,12 @@ impl RangeClient for HttpClient {
         let headers = self.headers.clone();
         let done = self.run(move || send(&agent, &headers, &req));
         Box::pin(async move {
-            done.await.unwrap_or_else(|| {
-                Err(TransportError::Fatal(
-                    "the HTTP worker thread stopped".into(),
-                ))
-            })
+            done.await.unwrap_or_else(|| Err(TransportError::Fatal("the HTTP worker thread stopped".into())))
         })
     }
 
     fn sleep(&self, duration: Duration) -> LocalBoxFuture<'_, ()> {
-        let slot = Arc::new(Mutex::new(Slot {
-            value: None,
-            waker: None,
-            done: false,
-        }));
+        let slot = Arc::new(Mutex::new(Slot { value: None, waker: None, done: false }));
         let sender = Sender(slot.clone());
         thread::spawn(move || {
             thread::sleep(duration);
@@ -250,11 +222,7 @@ impl RemoteStore<HttpClient> {
     ///
     /// # Errors
     /// As [`RemoteStore::open`].
-    pub fn open_blocking_with(
-        url: &str,
-        options: RemoteOptions,
-        http: HttpOptions,
-    ) -> Result<BlockingStore> {
+    pub fn open_blocking_with(url: &str, options: RemoteOptions, http: HttpOptions) -> Result<BlockingStore> {
         let inner = block_on(RemoteStore::open(HttpClient::new(http), url, options))?;
         Ok(BlockingStore { inner })
     }

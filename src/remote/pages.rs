@@ -17,11 +17,7 @@ pub(crate) struct PageCache {
 
 impl PageCache {
     pub(crate) fn new(capacity: usize) -> Self {
-        PageCache {
-            capacity: capacity.max(1),
-            tick: 0,
-            pages: HashMap::new(),
-        }
+        PageCache { capacity: capacity.max(1), tick: 0, pages: HashMap::new() }
     }
 
     pub(crate) fn get(&mut self, page: u64) -> Option<Arc<[u8]>> {

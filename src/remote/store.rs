@@ -219,10 +219,7 @@ impl<C: RangeClient> RemoteStore<C> {
         let header = Header::parse(&name, &head.bytes)?;
         let mut dict_bytes = None;
         if header.codec == Codec::ZstdDict {
-            match conn
-                .fetch(File::Dict, 0..MAX_DICT_BYTES + 1, true, None)
-                .await
-            {
+            match conn.fetch(File::Dict, 0..MAX_DICT_BYTES + 1, true, None).await {
                 Ok(d) if d.total > MAX_DICT_BYTES => {
                     return Err(Error::BadFormat {
                         store: name,
@@ -247,10 +244,7 @@ impl<C: RangeClient> RemoteStore<C> {
         let info = StoreInfo::parse(&name, &head.bytes, sizes)?;
         let dict = match (&dict_bytes, header.codec) {
             (Some(bytes), Codec::ZstdDict) => {
-                Some(Dict::new(bytes).map_err(|why| Error::BadFormat {
-                    store: name.clone(),
-                    check: why,
-                })?)
+                Some(Dict::new(bytes).map_err(|why| Error::BadFormat { store: name.clone(), check: why })?)
             }
             _ => None,
         };
@@ -393,9 +387,8 @@ impl<C: RangeClient> RemoteStore<C> {
                 .iter()
                 .map(|f| {
                     let range = f.range.clone();
-                    Box::pin(async move {
-                        Ok(self.conn.fetch(File::Meta, range, false, None).await?.bytes)
-                    }) as LocalBoxFuture<'_, Result<Vec<u8>>>
+                    Box::pin(async move { Ok(self.conn.fetch(File::Meta, range, false, None).await?.bytes) })
+                        as LocalBoxFuture<'_, Result<Vec<u8>>>
                 })
                 .collect();
             let mut fetched: Vec<(u64, Arc<[u8]>)> = Vec::with_capacity(missing.len());
@@ -422,12 +415,12 @@ impl<C: RangeClient> RemoteStore<C> {
                 let pos = RecordLoc::position(i);
                 let p = pos / LOC_PAGE;
                 let at = (pos - p * LOC_PAGE) as usize;
-                let entry = held
-                    .get(&p)
-                    .and_then(|page| page.get(at..at + LOC_SIZE as usize))
-                    .ok_or_else(|| Error::BadFormat {
-                        store: self.info.name.clone(),
-                        check: format!("record {i}: location lies outside meta.zr"),
+                let entry =
+                    held.get(&p).and_then(|page| page.get(at..at + LOC_SIZE as usize)).ok_or_else(|| {
+                        Error::BadFormat {
+                            store: self.info.name.clone(),
+                            check: format!("record {i}: location lies outside meta.zr"),
+                        }
                     })?;
                 Ok(RecordLoc::decode(entry.try_into().expect("16 bytes")))
             })
@@ -436,28 +429,15 @@ impl<C: RangeClient> RemoteStore<C> {
 
     /// Fetch the records at validated `locs` (coalesced, bounded concurrency)
     /// and decode record `k` into `parts[k]`.
-    async fn fetch_decode(
-        &self,
-        indices: &[u64],
-        locs: &[RecordLoc],
-        parts: &mut [&mut [u8]],
-    ) -> Result<()> {
+    async fn fetch_decode(&self, indices: &[u64], locs: &[RecordLoc], parts: &mut [&mut [u8]]) -> Result<()> {
         let ranges: Vec<Range<u64>> = locs.iter().map(|l| l.offset..l.end()).collect();
-        let fetches = coalesce(
-            &ranges,
-            self.conn.options.max_gap,
-            self.conn.options.max_request,
-        );
+        let fetches = coalesce(&ranges, self.conn.options.max_gap, self.conn.options.max_request);
         let futures: Vec<LocalBoxFuture<'_, Result<Vec<u8>>>> = fetches
             .iter()
             .map(|f| {
                 let range = f.range.clone();
                 Box::pin(async move {
-                    Ok(self
-                        .conn
-                        .fetch(File::Data, range, false, Some(&self.info))
-                        .await?
-                        .bytes)
+                    Ok(self.conn.fetch(File::Data, range, false, Some(&self.info)).await?.bytes)
                 }) as LocalBoxFuture<'_, Result<Vec<u8>>>
             })
             .collect();
@@ -475,10 +455,7 @@ impl<C: RangeClient> RemoteStore<C> {
     }
 
     fn invalid(&self, why: &str) -> Error {
-        Error::InvalidArgument {
-            store: self.info.name.clone(),
-            why: why.to_string(),
-        }
+        Error::InvalidArgument { store: self.info.name.clone(), why: why.to_string() }
     }
 
     fn row_bytes(&self) -> Result<usize> {
@@ -507,12 +484,7 @@ impl<C: RangeClient> RemoteStore<C> {
         let indices: Vec<u64> = (start..end).collect();
         let locs = self.locate(&indices).await?;
         for (&i, loc) in indices.iter().zip(&locs) {
-            loc.validate(
-                &self.info.name,
-                i,
-                self.codec(),
-                self.info.header.tail_offset,
-            )?;
+            loc.validate(&self.info.name, i, self.codec(), self.info.header.tail_offset)?;
         }
         Ok(locs)
     }
@@ -565,9 +537,7 @@ impl<C: RangeClient> RemoteStore<C> {
         batch.data.resize(indices.len() * row);
         batch.shape.clear();
         batch.shape.push(indices.len() as u64);
-        batch
-            .shape
-            .extend_from_slice(self.item_shape().unwrap_or(&[]));
+        batch.shape.extend_from_slice(self.item_shape().unwrap_or(&[]));
         batch.dtype.clone_from(self.dtype());
         self.gather_into(indices, batch.data.as_mut_slice()).await
     }
@@ -593,12 +563,7 @@ impl<C: RangeClient> RemoteStore<C> {
         self.info.check_indices(indices)?;
         let locs = self.locate(indices).await?;
         for (&i, loc) in indices.iter().zip(&locs) {
-            loc.validate(
-                &self.info.name,
-                i,
-                self.codec(),
-                self.info.header.tail_offset,
-            )?;
+            loc.validate(&self.info.name, i, self.codec(), self.info.header.tail_offset)?;
         }
         let (slots, total) = decode::ragged_slots(&locs).map_err(|why| self.invalid(&why))?;
         batch.data.resize(total);
@@ -617,18 +582,14 @@ impl<C: RangeClient> RemoteStore<C> {
                 if !matches!(batch, Batch::Dense(_)) {
                     *batch = Batch::Dense(DenseBatch::new(self.dtype().clone()));
                 }
-                let Batch::Dense(b) = batch else {
-                    unreachable!("set above")
-                };
+                let Batch::Dense(b) = batch else { unreachable!("set above") };
                 self.gather_dense_batch(indices, b).await
             }
             Geometry::Ragged => {
                 if !matches!(batch, Batch::Ragged(_)) {
                     *batch = Batch::Ragged(RaggedBatch::default());
                 }
-                let Batch::Ragged(b) = batch else {
-                    unreachable!("set above")
-                };
+                let Batch::Ragged(b) = batch else { unreachable!("set above") };
                 self.gather_ragged_into(indices, b).await
             }
         }
@@ -666,12 +627,7 @@ impl<C: RangeClient> RemoteStore<C> {
         while start < self.len() {
             let count = per_page.min(self.len() - start);
             let indices: Vec<u64> = (start..start + count).collect();
-            total += self
-                .locate(&indices)
-                .await?
-                .iter()
-                .map(|l| u64::from(l.logic_length))
-                .sum::<u64>();
+            total += self.locate(&indices).await?.iter().map(|l| u64::from(l.logic_length)).sum::<u64>();
             start += count;
         }
         Ok(total)
@@ -701,24 +657,14 @@ impl<C: RangeClient> Conn<C> {
         for attempt in 0..attempts {
             if attempt > 0 {
                 add(&self.counters.retries, 1);
-                let wait = self
-                    .options
-                    .backoff
-                    .saturating_mul(1 << (attempt - 1).min(16));
+                let wait = self.options.backoff.saturating_mul(1 << (attempt - 1).min(16));
                 self.client.sleep(wait.min(Duration::from_secs(10))).await;
             }
             add(&self.counters.requests, 1);
             add(&self.counters.per_file[file as usize], 1);
-            let if_match = if self.options.if_match {
-                lock(&self.seen)[file as usize].etag.clone()
-            } else {
-                None
-            };
-            let req = RangeRequest {
-                url: url.clone(),
-                range: range.clone(),
-                if_match,
-            };
+            let if_match =
+                if self.options.if_match { lock(&self.seen)[file as usize].etag.clone() } else { None };
+            let req = RangeRequest { url: url.clone(), range: range.clone(), if_match };
             match self.client.get(req.clone()).await {
                 Err(TransportError::Network(why)) => last = why,
                 Err(TransportError::Aborted) => return Err(Error::Cancelled),
@@ -733,10 +679,7 @@ impl<C: RangeClient> Conn<C> {
                 }
             }
         }
-        Err(Error::Remote {
-            url,
-            why: format!("{last} (gave up after {attempts} attempts)"),
-        })
+        Err(Error::Remote { url, why: format!("{last} (gave up after {attempts} attempts)") })
     }
 
     /// Check an answer against the file's first answer, then its length.
@@ -748,20 +691,13 @@ impl<C: RangeClient> Conn<C> {
         allow_short: bool,
         data_rules: Option<&StoreInfo>,
     ) -> Result<Ranged> {
-        let changed = |why: String| Error::StoreChanged {
-            url: req.url.clone(),
-            why,
-        };
+        let changed = |why: String| Error::StoreChanged { url: req.url.clone(), why };
         {
             let mut seen = lock(&self.seen);
             let seen = &mut seen[file as usize];
             match seen.size {
                 Some(size) if size != got.total => {
-                    return Err(changed(format!(
-                        "{} was {size} bytes, now {}",
-                        file.name(),
-                        got.total
-                    )))
+                    return Err(changed(format!("{} was {size} bytes, now {}", file.name(), got.total)))
                 }
                 Some(_) => {}
                 None => {
@@ -774,10 +710,7 @@ impl<C: RangeClient> Conn<C> {
             }
             if let (Some(was), Some(now)) = (&seen.etag, &got.etag) {
                 if was != now {
-                    return Err(changed(format!(
-                        "{} had ETag {was}, now {now}",
-                        file.name()
-                    )));
+                    return Err(changed(format!("{} had ETag {was}, now {now}", file.name())));
                 }
             }
         }
@@ -804,17 +737,8 @@ mod tests {
 
     #[test]
     fn urls() {
-        assert_eq!(
-            split_url("http://h/s"),
-            ("http://h/s/".into(), String::new())
-        );
-        assert_eq!(
-            split_url("http://h/s/"),
-            ("http://h/s/".into(), String::new())
-        );
-        assert_eq!(
-            split_url("http://h/s/meta.zr?sig=1#x"),
-            ("http://h/s/".into(), "?sig=1".into())
-        );
+        assert_eq!(split_url("http://h/s"), ("http://h/s/".into(), String::new()));
+        assert_eq!(split_url("http://h/s/"), ("http://h/s/".into(), String::new()));
+        assert_eq!(split_url("http://h/s/meta.zr?sig=1#x"), ("http://h/s/".into(), "?sig=1".into()));
     }
 }

@@ -12,9 +12,7 @@ pub struct MemorySource {
 impl MemorySource {
     /// Wrap bytes.
     pub fn new(bytes: impl Into<Vec<u8>>) -> Self {
-        MemorySource {
-            bytes: bytes.into(),
-        }
+        MemorySource { bytes: bytes.into() }
     }
 }
 

@@ -56,18 +56,11 @@ pub struct Counting<S> {
 impl<S: ByteSource> Counting<S> {
     /// Wrap a source.
     pub fn new(inner: S) -> Self {
-        Counting {
-            inner,
-            reads: AtomicU64::new(0),
-            bytes: AtomicU64::new(0),
-        }
+        Counting { inner, reads: AtomicU64::new(0), bytes: AtomicU64::new(0) }
     }
     /// `(reads, bytes)` so far; zero-copy slices count as reads too.
     pub fn counts(&self) -> (u64, u64) {
-        (
-            self.reads.load(Ordering::Relaxed),
-            self.bytes.load(Ordering::Relaxed),
-        )
+        (self.reads.load(Ordering::Relaxed), self.bytes.load(Ordering::Relaxed))
     }
     fn count(&self, len: usize) {
         self.reads.fetch_add(1, Ordering::Relaxed);
@@ -93,6 +86,18 @@ impl<S: ByteSource> ByteSource for Counting<S> {
 }
 
 impl<S: ByteSource + ?Sized> ByteSource for std::sync::Arc<S> {
+    fn size(&self) -> u64 {
+        (**self).size()
+    }
+    fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        (**self).read_exact_at(offset, buf)
+    }
+    fn slice(&self, offset: u64, len: usize) -> Option<&[u8]> {
+        (**self).slice(offset, len)
+    }
+}
+
+impl<S: ByteSource + ?Sized> ByteSource for Box<S> {
     fn size(&self) -> u64 {
         (**self).size()
     }

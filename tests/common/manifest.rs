@@ -34,22 +34,13 @@ impl FixtureStore {
 }
 
 fn shape(v: &Value) -> Vec<u64> {
-    v.as_array()
-        .unwrap()
-        .iter()
-        .map(|d| d.as_u64().unwrap())
-        .collect()
+    v.as_array().unwrap().iter().map(|d| d.as_u64().unwrap()).collect()
 }
 
 /// Names of the expected-bytes files the manifest refers to.
 pub fn expected_files(manifest: &[u8]) -> Vec<String> {
     let m: Value = serde_json::from_slice(manifest).unwrap();
-    m["stores"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["expected"].as_str().unwrap().to_string())
-        .collect()
+    m["stores"].as_array().unwrap().iter().map(|s| s["expected"].as_str().unwrap().to_string()).collect()
 }
 
 /// Every published store of the manifest, with its expected bytes (looked
@@ -87,10 +78,5 @@ pub fn parse(manifest: &[u8], expected: &HashMap<String, Vec<u8>>) -> Vec<Fixtur
 /// Names of the unpublished builds in the manifest.
 pub fn unpublished(manifest: &[u8]) -> Vec<String> {
     let m: Value = serde_json::from_slice(manifest).unwrap();
-    m["unpublished"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_str().unwrap().to_string())
-        .collect()
+    m["unpublished"].as_array().unwrap().iter().map(|v| v.as_str().unwrap().to_string()).collect()
 }

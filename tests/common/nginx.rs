@@ -26,15 +26,9 @@ fn nginx_binary() -> &'static str {
 impl Nginx {
     /// Serve `root` on a free loopback port and wait until it answers.
     pub fn start(root: &Path) -> Nginx {
-        let root = root
-            .canonicalize()
-            .unwrap_or_else(|e| panic!("{}: {e}", root.display()));
+        let root = root.canonicalize().unwrap_or_else(|e| panic!("{}: {e}", root.display()));
         let dir = tempfile::tempdir().unwrap();
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
         let tmp = dir.path().display().to_string();
         let conf = include_str!("../../scripts/nginx.conf.in")
             .replace("@TMP@", &tmp)
@@ -47,9 +41,7 @@ impl Nginx {
             .stdin(Stdio::null())
             .spawn()
             .unwrap_or_else(|e| {
-                panic!(
-                    "cannot start nginx ({e}); install it (apt-get install nginx, see .ci/install)"
-                )
+                panic!("cannot start nginx ({e}); install it (apt-get install nginx, see .ci/install)")
             });
         let mut server = Nginx { child, port, dir };
         let t0 = Instant::now();
@@ -58,14 +50,10 @@ impl Nginx {
                 return server;
             }
             if let Ok(Some(status)) = server.child.try_wait() {
-                let log = std::fs::read_to_string(server.dir.path().join("error.log"))
-                    .unwrap_or_default();
+                let log = std::fs::read_to_string(server.dir.path().join("error.log")).unwrap_or_default();
                 panic!("nginx exited with {status}: {log}");
             }
-            assert!(
-                t0.elapsed() < Duration::from_secs(20),
-                "nginx did not start"
-            );
+            assert!(t0.elapsed() < Duration::from_secs(20), "nginx did not start");
             std::thread::sleep(Duration::from_millis(20));
         }
     }
@@ -77,18 +65,14 @@ impl Nginx {
 
     /// Requests nginx logged so far.
     pub fn logged_requests(&self) -> usize {
-        std::fs::read_to_string(self.dir.path().join("access.log"))
-            .map(|s| s.lines().count())
-            .unwrap_or(0)
+        std::fs::read_to_string(self.dir.path().join("access.log")).map(|s| s.lines().count()).unwrap_or(0)
     }
 }
 
 impl Drop for Nginx {
     fn drop(&mut self) {
         // SIGTERM lets the master stop its workers (SIGKILL would orphan them).
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status();
+        let _ = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
         let t0 = Instant::now();
         while t0.elapsed() < Duration::from_secs(5) {
             if let Ok(Some(_)) = self.child.try_wait() {

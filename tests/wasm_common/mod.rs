@@ -26,18 +26,13 @@ pub fn base_url() -> String {
 }
 
 fn global_fetch() -> Function {
-    Reflect::get(&js_sys::global(), &"fetch".into())
-        .unwrap()
-        .unchecked_into()
+    Reflect::get(&js_sys::global(), &"fetch".into()).unwrap().unchecked_into()
 }
 
 /// GET a whole file from the fixture server.
 async fn fetch_response(path: &str) -> web_sys::Response {
     let url = format!("{}{path}", base_url());
-    let p: Promise = global_fetch()
-        .call1(&JsValue::NULL, &url.into())
-        .unwrap()
-        .unchecked_into();
+    let p: Promise = global_fetch().call1(&JsValue::NULL, &url.into()).unwrap().unchecked_into();
     let resp: web_sys::Response = JsFuture::from(p).await.unwrap().unchecked_into();
     assert_eq!(resp.status(), 200, "{path}");
     resp
@@ -51,20 +46,12 @@ async fn fetch_bytes(path: &str) -> Vec<u8> {
 
 async fn fetch_blob(path: &str) -> Option<web_sys::Blob> {
     let url = format!("{}{path}", base_url());
-    let p: Promise = global_fetch()
-        .call1(&JsValue::NULL, &url.into())
-        .unwrap()
-        .unchecked_into();
+    let p: Promise = global_fetch().call1(&JsValue::NULL, &url.into()).unwrap().unchecked_into();
     let resp: web_sys::Response = JsFuture::from(p).await.unwrap().unchecked_into();
     if resp.status() != 200 {
         return None;
     }
-    Some(
-        JsFuture::from(resp.blob().unwrap())
-            .await
-            .unwrap()
-            .unchecked_into(),
-    )
+    Some(JsFuture::from(resp.blob().unwrap()).await.unwrap().unchecked_into())
 }
 
 pub async fn fixtures() -> (Vec<FixtureStore>, Vec<String>) {
@@ -82,16 +69,11 @@ fn prop(o: &JsValue, k: &str) -> JsValue {
 }
 
 fn num(o: &JsValue, k: &str) -> f64 {
-    prop(o, k)
-        .as_f64()
-        .unwrap_or_else(|| panic!("{k} is not a number"))
+    prop(o, k).as_f64().unwrap_or_else(|| panic!("{k} is not a number"))
 }
 
 fn shape_of(v: &JsValue) -> Vec<u64> {
-    Array::from(v)
-        .iter()
-        .map(|d| d.as_f64().unwrap() as u64)
-        .collect()
+    Array::from(v).iter().map(|d| d.as_f64().unwrap() as u64).collect()
 }
 
 /// The bytes behind any TypedArray, and its element size.
@@ -100,10 +82,7 @@ fn typed_bytes(v: &JsValue) -> (Vec<u8>, usize) {
     let offset = num(v, "byteOffset") as u32;
     let len = num(v, "byteLength") as u32;
     let per = num(v, "BYTES_PER_ELEMENT") as usize;
-    (
-        Uint8Array::new_with_byte_offset_and_length(&buf, offset, len).to_vec(),
-        per,
-    )
+    (Uint8Array::new_with_byte_offset_and_length(&buf, offset, len).to_vec(), per)
 }
 
 fn class_name(v: &JsValue) -> String {
@@ -150,19 +129,14 @@ pub async fn check_store(f: &FixtureStore, store: &JsStore) {
         let data = prop(&got, "data");
         assert_eq!(class_name(&data), expected_class(&f.dtype), "{}", f.name);
         let (bytes, _) = typed_bytes(&data);
-        let want: Vec<u8> = order
-            .iter()
-            .flat_map(|&i| f.record_bytes(i as usize))
-            .collect();
+        let want: Vec<u8> = order.iter().flat_map(|&i| f.record_bytes(i as usize)).collect();
         assert_eq!(bytes, want, "{}", f.name);
     } else {
         assert!(store.item_shape().is_null());
         let values = prop(&got, "values");
         assert_eq!(class_name(&values), expected_class(&f.dtype), "{}", f.name);
         let (bytes, per) = typed_bytes(&values);
-        let offsets: Vec<u32> = prop(&got, "offsets")
-            .unchecked_into::<js_sys::Uint32Array>()
-            .to_vec();
+        let offsets: Vec<u32> = prop(&got, "offsets").unchecked_into::<js_sys::Uint32Array>().to_vec();
         let shapes = Array::from(&prop(&got, "shapes"));
         assert_eq!(offsets.len(), order.len() + 1);
         for (k, &i) in order.iter().enumerate() {
@@ -172,15 +146,11 @@ pub async fn check_store(f: &FixtureStore, store: &JsStore) {
         }
     }
     if n > 0 {
-        let one = JsFuture::from(store.get((n - 1) as f64, no_options()))
-            .await
-            .unwrap();
+        let one = JsFuture::from(store.get((n - 1) as f64, no_options())).await.unwrap();
         let (bytes, _) = typed_bytes(&prop(&one, "data"));
         assert_eq!(bytes, f.record_bytes(n as usize - 1), "{}", f.name);
         assert_eq!(shape_of(&prop(&one, "shape")), f.records[n as usize - 1].0);
-        let locs = JsFuture::from(store.locs(0.0, n as f64, no_options()))
-            .await
-            .unwrap();
+        let locs = JsFuture::from(store.locs(0.0, n as f64, no_options())).await.unwrap();
         let logic = prop(&locs, "logic").unchecked_into::<js_sys::Uint32Array>();
         assert_eq!(logic.length() as u64, n);
         if f.kind == "dense" {
@@ -209,9 +179,7 @@ pub async fn every_fixture_over_http() {
     assert!(stores.len() >= 20);
     for f in &stores {
         let url = format!("{}{}/", base_url(), f.name);
-        let store = open(&url, no_options())
-            .await
-            .unwrap_or_else(|e| panic!("{}: {}", f.name, message(&e)));
+        let store = open(&url, no_options()).await.unwrap_or_else(|e| panic!("{}: {}", f.name, message(&e)));
         let stats = store.stats();
         let dict = f64::from(u8::from(f.codec == "zstd_dict"));
         assert_eq!(num(&stats, "requests"), 1.0 + dict, "{}", f.name);
@@ -227,11 +195,7 @@ pub async fn local_files_read_the_same() {
     for f in &stores {
         // As an object of Blobs.
         let files = Object::new();
-        for (key, file) in [
-            ("meta", "meta.zr"),
-            ("data", "data.zr"),
-            ("dict", "dict.zr"),
-        ] {
+        for (key, file) in [("meta", "meta.zr"), ("data", "data.zr"), ("dict", "dict.zr")] {
             if let Some(blob) = fetch_blob(&format!("{}/{file}", f.name)).await {
                 Reflect::set(&files, &key.into(), &blob).unwrap();
             }
@@ -251,59 +215,34 @@ pub async fn errors_are_js_errors() {
     assert!(message(&e).contains(&format!("{missing}meta.zr")));
     assert_eq!(code(&e), "NotFound");
     for name in unpublished {
-        let e = open(&format!("{}{name}/", base_url()), no_options())
-            .await
-            .err()
-            .unwrap();
+        let e = open(&format!("{}{name}/", base_url()), no_options()).await.err().unwrap();
         assert_eq!(code(&e), "Unpublished", "{}", message(&e));
     }
     // Out of range and bad indices reject with clear messages.
-    let store = open(&format!("{}dense-f32-zstd", base_url()), no_options())
-        .await
-        .unwrap();
+    let store = open(&format!("{}dense-f32-zstd", base_url()), no_options()).await.unwrap();
     let e = gather(&store, &[0, 33]).await.err().unwrap();
     assert!(message(&e).contains("out of range"), "{}", message(&e));
     let bad = Array::of1(&JsValue::from(-1.0));
-    let e = JsFuture::from(store.gather(bad.into(), no_options()))
-        .await
-        .err()
-        .unwrap();
+    let e = JsFuture::from(store.gather(bad.into(), no_options())).await.err().unwrap();
     assert!(message(&e).contains("non-negative integers"));
     // Nothing listens here: a network error, naming CORS as a possible cause.
     let opts = Object::new();
     Reflect::set(&opts, &"retries".into(), &0.into()).unwrap();
-    let e = open("http://127.0.0.1:9/store/", Some(opts.into()))
-        .await
-        .err()
-        .unwrap();
+    let e = open("http://127.0.0.1:9/store/", Some(opts.into())).await.err().unwrap();
     let m = message(&e);
-    assert!(
-        m.contains("network error") && m.contains("Access-Control-Expose-Headers"),
-        "{m}"
-    );
+    assert!(m.contains("network error") && m.contains("Access-Control-Expose-Headers"), "{m}");
 }
 
 pub async fn abort_signal_cancels() {
-    let store = open(&format!("{}dense-u8-img-zstd/", base_url()), no_options())
-        .await
-        .unwrap();
+    let store = open(&format!("{}dense-u8-img-zstd/", base_url()), no_options()).await.unwrap();
     let controller = web_sys::AbortController::new().unwrap();
     controller.abort();
     let opts = Object::new();
     Reflect::set(&opts, &"signal".into(), &controller.signal()).unwrap();
     let arr = Array::of2(&1.into(), &2.into());
-    let e = JsFuture::from(store.gather(arr.into(), Some(opts.clone().into())))
-        .await
-        .err()
-        .unwrap();
+    let e = JsFuture::from(store.gather(arr.into(), Some(opts.clone().into()))).await.err().unwrap();
     assert_eq!(code(&e), "Cancelled", "{}", message(&e));
-    let e = open(
-        &format!("{}dense-u8-img-raw/", base_url()),
-        Some(opts.into()),
-    )
-    .await
-    .err()
-    .unwrap();
+    let e = open(&format!("{}dense-u8-img-raw/", base_url()), Some(opts.into())).await.err().unwrap();
     assert_eq!(code(&e), "Cancelled");
     // The store still works after a cancelled call.
     assert!(gather(&store, &[1, 2]).await.is_ok());
@@ -319,9 +258,7 @@ pub async fn custom_fetch_and_headers() {
         "return (url, init) => { seen.push(init.headers.get('accept-language') + ' ' + \
          init.headers.get('range')); return fetch(url, init); };",
     );
-    let fetch = wrapper
-        .call2(&JsValue::NULL, &seen, &global_fetch())
-        .unwrap();
+    let fetch = wrapper.call2(&JsValue::NULL, &seen, &global_fetch()).unwrap();
     let headers = Object::new();
     Reflect::set(&headers, &"Accept-Language".into(), &"yes".into()).unwrap();
     let opts = Object::new();

@@ -1,0 +1,247 @@
+//! Turning a request target into a file under the served root, refusing
+//! anything that could name a file outside it.
+//!
+//! Two gates: the URL path is checked segment by segment *after*
+//! percent-decoding (so `%2e%2e` and `%2f` cannot smuggle `..` or a separator
+//! past the check), then the joined path is canonicalized and must still lie
+//! under the canonical root (so a symlink inside the root that points outside
+//! is refused too).
+
+use std::fs::{File, Metadata};
+use std::path::{Component, Path, PathBuf};
+
+/// Why a request path was refused before touching the file system.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Refused {
+    /// Bad percent-encoding or not UTF-8: 400.
+    Malformed,
+    /// `..`, `.`, an empty segment, an encoded separator, NUL or anything else
+    /// that is not a plain file name: 403.
+    Forbidden,
+}
+
+/// The path part of a request target, split into decoded segments.
+///
+/// `trailing_slash` records a path ending in `/` (a directory-style URL).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct UrlPath {
+    pub segments: Vec<String>,
+    pub trailing_slash: bool,
+}
+
+impl UrlPath {
+    /// The decoded path without its leading `/` (`""` for the root).
+    pub fn relative(&self) -> String {
+        let mut s = self.segments.join("/");
+        if self.trailing_slash && !s.is_empty() {
+            s.push('/');
+        }
+        s
+    }
+}
+
+/// Strip the query and fragment, and the scheme and authority of an
+/// absolute-form target (`http://host/p`), leaving the raw path.
+pub(crate) fn target_path(target: &str) -> &str {
+    let mut t = target;
+    for scheme in ["http://", "https://"] {
+        if t.len() >= scheme.len() && t[..scheme.len()].eq_ignore_ascii_case(scheme) {
+            let rest = &t[scheme.len()..];
+            t = rest.find('/').map_or("/", |i| &rest[i..]);
+            break;
+        }
+    }
+    let end = t.find(['?', '#']).unwrap_or(t.len());
+    &t[..end]
+}
+
+/// Split and decode a raw URL path (`/a/b%20c`) into checked segments.
+///
+/// Every segment must decode to a single normal path component: no `.` or
+/// `..`, no `/` or `\`, no NUL, no drive prefix, not empty. Only the final
+/// segment may be empty (a trailing slash).
+///
+/// # Errors
+///
+/// [`Refused::Malformed`] for bad percent-encoding or non-UTF-8 bytes,
+/// [`Refused::Forbidden`] for a segment that is not a plain name.
+pub(crate) fn parse_url_path(raw: &str) -> Result<UrlPath, Refused> {
+    let Some(rest) = raw.strip_prefix('/') else {
+        return Err(Refused::Forbidden);
+    };
+    if rest.is_empty() {
+        return Ok(UrlPath { segments: Vec::new(), trailing_slash: true });
+    }
+    let parts: Vec<&str> = rest.split('/').collect();
+    let last = parts.len() - 1;
+    let mut segments = Vec::with_capacity(parts.len());
+    let mut trailing_slash = false;
+    for (i, part) in parts.iter().enumerate() {
+        if part.is_empty() {
+            if i == last {
+                trailing_slash = true;
+                continue;
+            }
+            // `//etc/passwd`, `/a//b`: never produced by a sane client.
+            return Err(Refused::Forbidden);
+        }
+        let seg = percent_decode(part)?;
+        if !is_plain_name(&seg) {
+            return Err(Refused::Forbidden);
+        }
+        segments.push(seg);
+    }
+    Ok(UrlPath { segments, trailing_slash })
+}
+
+fn is_plain_name(seg: &str) -> bool {
+    if seg.contains(['/', '\\', '\0']) {
+        return false;
+    }
+    let mut comps = Path::new(seg).components();
+    matches!((comps.next(), comps.next()), (Some(Component::Normal(c)), None) if c == seg)
+}
+
+fn percent_decode(s: &str) -> Result<String, Refused> {
+    if !s.contains('%') {
+        return Ok(s.to_owned());
+    }
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' {
+            let hex = |c: u8| (c as char).to_digit(16);
+            match (b.get(i + 1).copied().and_then(hex), b.get(i + 2).copied().and_then(hex)) {
+                (Some(h), Some(l)) => out.push((h * 16 + l) as u8),
+                _ => return Err(Refused::Malformed),
+            }
+            i += 3;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).map_err(|_| Refused::Malformed)
+}
+
+/// Percent-encode one path segment for use in a URL (RFC 3986 unreserved
+/// characters pass through).
+pub(crate) fn percent_encode_segment(seg: &str) -> String {
+    let mut out = String::with_capacity(seg.len());
+    for &c in seg.as_bytes() {
+        if c.is_ascii_alphanumeric() || matches!(c, b'-' | b'.' | b'_' | b'~') {
+            out.push(c as char);
+        } else {
+            out.push_str(&format!("%{c:02X}"));
+        }
+    }
+    out
+}
+
+/// A regular file inside the root, opened.
+#[derive(Debug)]
+pub(crate) struct OpenFile {
+    pub file: File,
+    /// Metadata of the opened handle: what we stat is what we send.
+    pub meta: Metadata,
+    /// The canonical path.
+    pub path: PathBuf,
+}
+
+/// Why a checked URL path names no servable file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum NotServed {
+    /// The path exists but resolves outside the root (a symlink escaping it).
+    Outside,
+    /// Nothing there, or not a regular file.
+    Missing,
+}
+
+/// Find the regular file `segments` names under `root` (which must already be
+/// canonical), following symlinks only while they stay inside `root`.
+pub(crate) fn resolve(root: &Path, segments: &[String]) -> Result<OpenFile, NotServed> {
+    if segments.is_empty() {
+        return Err(NotServed::Missing);
+    }
+    let mut joined = root.to_path_buf();
+    joined.extend(segments);
+    let path = joined.canonicalize().map_err(|_| NotServed::Missing)?;
+    if !path.starts_with(root) {
+        return Err(NotServed::Outside);
+    }
+    let file = File::open(&path).map_err(|_| NotServed::Missing)?;
+    match file.metadata() {
+        Ok(meta) if meta.is_file() => Ok(OpenFile { file, meta, path }),
+        _ => Err(NotServed::Missing),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn segs(raw: &str) -> Result<Vec<String>, Refused> {
+        parse_url_path(raw).map(|p| p.segments)
+    }
+
+    #[test]
+    fn plain_paths_decode() {
+        assert_eq!(segs("/a/b.zr").unwrap(), ["a", "b.zr"]);
+        assert_eq!(segs("/a%20b/c").unwrap(), ["a b", "c"]);
+        assert_eq!(segs("/").unwrap(), Vec::<String>::new());
+        let p = parse_url_path("/dir/").unwrap();
+        assert!(p.trailing_slash);
+        assert_eq!(p.relative(), "dir/");
+        assert_eq!(parse_url_path("/").unwrap().relative(), "");
+        assert_eq!(segs("/..a/b..").unwrap(), ["..a", "b.."]);
+    }
+
+    #[test]
+    fn traversal_is_refused() {
+        for bad in [
+            "/../etc/passwd",
+            "/a/../../b",
+            "/%2e%2e/etc/passwd",
+            "/%2E%2E%2Fetc%2Fpasswd",
+            "/a%2fb",
+            "/a%5cb",
+            "/a\\b",
+            "/..%5c..",
+            "/.",
+            "/./a",
+            "/%2e/a",
+            "//etc/passwd",
+            "/a//b",
+            "/a%00b",
+            "etc/passwd",
+            "",
+            "*",
+        ] {
+            assert_eq!(segs(bad), Err(Refused::Forbidden), "{bad}");
+        }
+    }
+
+    #[test]
+    fn malformed_encoding_is_refused() {
+        for bad in ["/%", "/%2", "/%zz", "/%ff%fe"] {
+            assert_eq!(segs(bad), Err(Refused::Malformed), "{bad}");
+        }
+    }
+
+    #[test]
+    fn target_path_strips_query_and_authority() {
+        assert_eq!(target_path("/a/b?x=1#f"), "/a/b");
+        assert_eq!(target_path("http://h:1/a?q"), "/a");
+        assert_eq!(target_path("HTTP://h"), "/");
+        assert_eq!(target_path("*"), "*");
+    }
+
+    #[test]
+    fn encode_segment_round_trips() {
+        let s = "a b%/ü";
+        let enc = percent_encode_segment(s);
+        assert_eq!(enc, "a%20b%25%2F%C3%BC");
+        assert_eq!(percent_decode(&enc).unwrap(), s);
+    }
+}

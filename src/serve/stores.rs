@@ -1,0 +1,154 @@
+//! `GET /api/stores`: the store directories under the root.
+//!
+//! A store directory is one holding a regular `meta.zr`. The walk does not
+//! follow directory symlinks, skips hidden directories, stops at a depth and
+//! a directory count, and reports a file only if it would be served (the same
+//! [`resolve`] check as a GET), so every listed URL works.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use super::path::{percent_encode_segment, resolve};
+
+/// Stop walking after this many directories, whatever the depth.
+const MAX_DIRS: usize = 10_000;
+const STORE_FILES: [&str; 3] = ["meta.zr", "data.zr", "dict.zr"];
+
+/// One store found under the root.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct StoreEntry {
+    /// Path segments from the root (empty for the root itself).
+    pub segments: Vec<String>,
+    /// `(file name, size)` for each of `meta.zr`, `data.zr`, `dict.zr` present.
+    pub files: Vec<(&'static str, u64)>,
+}
+
+/// Every store directory under `root` (canonical) down to `max_depth`
+/// segments, sorted by path.
+pub(crate) fn find_stores(root: &Path, max_depth: usize) -> Vec<StoreEntry> {
+    let mut found = Vec::new();
+    let mut stack: Vec<Vec<String>> = vec![Vec::new()];
+    let mut visited = 0;
+    while let Some(rel) = stack.pop() {
+        visited += 1;
+        if visited > MAX_DIRS {
+            break;
+        }
+        let files: Vec<(&'static str, u64)> = STORE_FILES
+            .iter()
+            .filter_map(|&name| {
+                let mut segs = rel.clone();
+                segs.push(name.to_owned());
+                resolve(root, &segs).ok().map(|f| (name, f.meta.len()))
+            })
+            .collect();
+        if files.first().is_some_and(|(n, _)| *n == "meta.zr") {
+            found.push(StoreEntry { segments: rel.clone(), files });
+        }
+        if rel.len() >= max_depth {
+            continue;
+        }
+        let mut dir = root.to_path_buf();
+        dir.extend(&rel);
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            // `file_type` does not follow symlinks: linked directories are skipped.
+            let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
+            let name = entry.file_name();
+            let Some(name) = name.to_str() else { continue };
+            if is_dir && !name.starts_with('.') {
+                let mut child = rel.clone();
+                child.push(name.to_owned());
+                stack.push(child);
+            }
+        }
+    }
+    found.sort_by(|a, b| a.segments.cmp(&b.segments));
+    found
+}
+
+/// The `/api/stores` body:
+/// `[{"path": "a/b", "url": "/a/b/", "files": {"meta.zr": 10, "data.zr": 20}}]`.
+/// The root itself, if a store, has path `""` and url `"/"`.
+pub(crate) fn stores_json(root: &Path, max_depth: usize) -> String {
+    let mut out = String::from("[");
+    for (i, s) in find_stores(root, max_depth).iter().enumerate() {
+        out.push_str(if i == 0 { "\n  " } else { ",\n  " });
+        let mut url = String::from("/");
+        for seg in &s.segments {
+            url.push_str(&percent_encode_segment(seg));
+            url.push('/');
+        }
+        let _ = write!(
+            out,
+            "{{\"path\": {}, \"url\": {}, \"files\": {{",
+            json_string(&s.segments.join("/")),
+            json_string(&url)
+        );
+        for (j, (name, size)) in s.files.iter().enumerate() {
+            let sep = if j == 0 { "" } else { ", " };
+            let _ = write!(out, "{sep}\"{name}\": {size}");
+        }
+        out.push_str("}}");
+    }
+    out.push_str("\n]\n");
+    out
+}
+
+fn json_string(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_escapes() {
+        assert_eq!(json_string("a\"b\\c\n\u{1}ü"), "\"a\\\"b\\\\c\\n\\u0001ü\"");
+    }
+
+    #[test]
+    fn walk_finds_nested_stores_within_depth() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let mk = |rel: &str, files: &[(&str, usize)]| {
+            let d = root.join(rel);
+            std::fs::create_dir_all(&d).unwrap();
+            for (n, len) in files {
+                std::fs::write(d.join(n), vec![0u8; *len]).unwrap();
+            }
+        };
+        mk("a", &[("meta.zr", 3), ("data.zr", 5)]);
+        mk("b/c d", &[("meta.zr", 1), ("data.zr", 2), ("dict.zr", 4)]);
+        mk("x/y/z/deep", &[("meta.zr", 1)]);
+        mk(".hidden", &[("meta.zr", 1)]);
+        mk("nometa", &[("data.zr", 1)]);
+        let found = find_stores(&root, 3);
+        let paths: Vec<String> = found.iter().map(|s| s.segments.join("/")).collect();
+        assert_eq!(paths, ["a", "b/c d"]);
+        assert_eq!(found[1].files, [("meta.zr", 1), ("data.zr", 2), ("dict.zr", 4)]);
+        assert_eq!(find_stores(&root, 4).len(), 3);
+        let json = stores_json(&root, 3);
+        assert!(json.contains(r#"{"path": "b/c d", "url": "/b/c%20d/", "files": {"meta.zr": 1, "data.zr": 2, "dict.zr": 4}}"#), "{json}");
+        assert_eq!(stores_json(&root.join("nometa"), 3), "[\n]\n");
+    }
+}

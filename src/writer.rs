@@ -1,0 +1,499 @@
+//! The writer: create a store, append records (compressed in parallel, in
+//! order, in bounded memory), and publish them with `close`.
+//!
+//! Until `close` succeeds the Header carries a building marker that loaderx
+//! rejects as bad format and zrecord reports as an unpublished build, so a
+//! build that dies midway never opens as a valid store anywhere.
+
+use crate::codec::{compress_append, CompressDict};
+use crate::format::dtype::Element;
+use crate::format::{
+    ragged, Codec, DType, Geometry, Header, RecordLoc, Schema, DICT_MAGIC, HEADER_SIZE, MAX_RECORD_BYTES,
+    MAX_SCHEMA_LEN, MAX_TAIL, PAGE_SIZE,
+};
+use crate::{Error, Result};
+use rayon::prelude::*;
+use std::fs::{File, TryLockError};
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+/// zstd level loaderx uses for the `zstd` codec.
+pub const ZSTD_LEVEL: i32 = 3;
+/// zstd level loaderx uses for the `zstd_dict` codec.
+pub const ZSTD_DICT_LEVEL: i32 = 19;
+/// Logical bytes compressed per round; bounds the writer's own memory.
+const WINDOW_BYTES: usize = 32 << 20;
+
+/// How to create a store.
+#[derive(Clone, Debug)]
+pub struct CreateOptions {
+    /// Record codec (default `zstd`, as loaderx).
+    pub codec: Codec,
+    /// Dictionary bytes for `zstd_dict` (see [`crate::train::train_dict`]).
+    pub dict: Option<Vec<u8>>,
+    /// Override the zstd level (default: loaderx's 3, or 19 with a dictionary).
+    pub level: Option<i32>,
+    /// `close` fsyncs data, locations, the header and the directory, in that order.
+    pub durable: bool,
+}
+
+impl Default for CreateOptions {
+    fn default() -> Self {
+        CreateOptions { codec: Codec::Zstd, dict: None, level: None, durable: false }
+    }
+}
+
+impl CreateOptions {
+    /// Options for `codec` with no dictionary.
+    pub fn codec(codec: Codec) -> Self {
+        CreateOptions { codec, ..Default::default() }
+    }
+    /// Options for `zstd_dict` with the given dictionary.
+    pub fn with_dict(dict: Vec<u8>) -> Self {
+        CreateOptions { codec: Codec::ZstdDict, dict: Some(dict), ..Default::default() }
+    }
+}
+
+/// A store being built. Drop without [`Writer::close`] leaves an unpublished build.
+pub struct Writer {
+    dir: PathBuf,
+    name: String,
+    meta: File,
+    data: File,
+    schema: Schema,
+    row_bytes: Option<usize>,
+    codec: Codec,
+    level: i32,
+    cdict: Option<CompressDict>,
+    schema_length: u32,
+    length: u64,
+    tail: u64,
+    durable: bool,
+}
+
+impl std::fmt::Debug for Writer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Writer").field("path", &self.dir).field("len", &self.length).finish()
+    }
+}
+
+/// One chunk of encoded records: their stored bytes back to back and each
+/// record's `(phys_length, logic_length)`.
+type EncodedChunk = (Vec<u8>, Vec<(u32, u32)>);
+/// A borrowed [`EncodedChunk`], ready to write.
+type EncodedPart<'a> = (&'a [u8], &'a [(u32, u32)]);
+
+/// One Ragged record to append: its shape and payload bytes (C order, the dtype's byte order).
+pub type RecordRef<'a> = (&'a [u64], &'a [u8]);
+
+impl Writer {
+    /// Create a Dense store: every record one item of `item_shape`.
+    ///
+    /// # Errors
+    /// `AlreadyExists`, `Busy`, `InvalidArgument` (bad dtype, empty rows,
+    /// missing dictionary), `RecordTooLarge`, `Io`.
+    ///
+    /// ```
+    /// use zrecord::{writer::{CreateOptions, Writer}, Codec, Store};
+    /// let dir = tempfile::tempdir()?;
+    /// let path = dir.path().join("labels");
+    /// let mut w = Writer::create_dense(&path, "<i8", &[], CreateOptions::codec(Codec::Zstd))?;
+    /// w.append_typed(&[3i64, 1, 4, 1, 5])?;
+    /// w.close()?;
+    /// let store = Store::open(&path)?;
+    /// assert_eq!(store.gather(&[2])?.as_slice::<i64>()?, &[4]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn create_dense(
+        dir: impl AsRef<Path>,
+        dtype: &str,
+        item_shape: &[u64],
+        options: CreateOptions,
+    ) -> Result<Writer> {
+        let geometry = Geometry::Dense { item_shape: item_shape.to_vec() };
+        Writer::create(dir.as_ref(), dtype, geometry, options)
+    }
+
+    /// Create a Ragged store: each record carries its own shape.
+    ///
+    /// # Errors
+    /// As [`Writer::create_dense`].
+    pub fn create_ragged(dir: impl AsRef<Path>, dtype: &str, options: CreateOptions) -> Result<Writer> {
+        Writer::create(dir.as_ref(), dtype, Geometry::Ragged, options)
+    }
+
+    fn create(dir: &Path, dtype: &str, geometry: Geometry, options: CreateOptions) -> Result<Writer> {
+        let name = dir.display().to_string();
+        let invalid = |why: String| Error::InvalidArgument { store: name.clone(), why };
+        let dtype = DType::parse(dtype).map_err(invalid)?;
+        let schema = Schema { dtype, geometry };
+        let row_bytes = match schema.geometry {
+            Geometry::Dense { .. } => {
+                let row = schema.row_bytes().unwrap_or(u64::MAX);
+                if row == 0 {
+                    return Err(invalid("item_shape holds no bytes; records are never empty".into()));
+                }
+                if row > MAX_RECORD_BYTES {
+                    return Err(Error::RecordTooLarge {
+                        store: name,
+                        index: 0,
+                        bytes: row,
+                        max: MAX_RECORD_BYTES,
+                    });
+                }
+                Some(row as usize)
+            }
+            Geometry::Ragged => None,
+        };
+        let schema_bytes = schema.encode();
+        if schema_bytes.len() > MAX_SCHEMA_LEN as usize {
+            return Err(invalid(format!(
+                "schema is {} bytes (at most {MAX_SCHEMA_LEN})",
+                schema_bytes.len()
+            )));
+        }
+        let level = options.level.unwrap_or(if options.codec == Codec::ZstdDict {
+            ZSTD_DICT_LEVEL
+        } else {
+            ZSTD_LEVEL
+        });
+        let cdict = match (options.codec, &options.dict) {
+            (Codec::ZstdDict, Some(d)) => {
+                if !d.starts_with(&DICT_MAGIC) {
+                    return Err(invalid(
+                        "dictionary does not start with the zstd dictionary magic 37 A4 30 EC".into(),
+                    ));
+                }
+                Some(CompressDict::new(d, level).map_err(invalid)?)
+            }
+            (Codec::ZstdDict, None) => {
+                return Err(invalid("codec zstd_dict needs a dictionary (train one with train_dict)".into()))
+            }
+            (_, Some(_)) => {
+                return Err(invalid(format!("a dictionary was given but the codec is {}", options.codec)))
+            }
+            _ => None,
+        };
+
+        let (meta, data) = claim_directory(dir, &name)?;
+        let header = Header {
+            length: 0,
+            tail_offset: 0,
+            schema_length: schema_bytes.len() as u32,
+            codec: options.codec,
+        };
+        let mut page = vec![0u8; PAGE_SIZE as usize];
+        page[..HEADER_SIZE].copy_from_slice(&header.encode_building());
+        page[HEADER_SIZE..HEADER_SIZE + schema_bytes.len()].copy_from_slice(&schema_bytes);
+        meta.write_all_at(&page, 0).map_err(|e| Error::io(dir.join("meta.zr"), "write", e))?;
+        if let Some(d) = &options.dict {
+            write_new(&dir.join("dict.zr"), d)?;
+        }
+        Ok(Writer {
+            dir: dir.to_path_buf(),
+            name,
+            meta,
+            data,
+            schema,
+            row_bytes,
+            codec: options.codec,
+            level,
+            cdict,
+            schema_length: header.schema_length,
+            length: 0,
+            tail: 0,
+            durable: options.durable,
+        })
+    }
+
+    /// Records appended so far.
+    pub fn len(&self) -> u64 {
+        self.length
+    }
+    /// Whether nothing was appended yet.
+    pub fn is_empty(&self) -> bool {
+        self.length == 0
+    }
+    /// Stored bytes written so far.
+    pub fn data_bytes(&self) -> u64 {
+        self.tail
+    }
+    /// The store's dtype.
+    pub fn dtype(&self) -> &DType {
+        &self.schema.dtype
+    }
+
+    /// Append `n` Dense rows given as bytes (`n * row_bytes`, C order, the dtype's byte order).
+    ///
+    /// # Errors
+    /// `InvalidArgument` for a Ragged store or a length that is not whole rows;
+    /// `StoreFull`; `Io`. Nothing is recorded when an error is returned.
+    pub fn append(&mut self, rows: &[u8]) -> Result<()> {
+        let Some(row) = self.row_bytes else {
+            return Err(self.invalid("this is a Ragged store; use append_ragged".into()));
+        };
+        if !rows.len().is_multiple_of(row) {
+            return Err(self.invalid(format!("{} bytes are not whole rows of {row} bytes", rows.len())));
+        }
+        let per_window = (WINDOW_BYTES / row).max(1);
+        for window in rows.chunks(per_window * row) {
+            if self.codec == Codec::Raw {
+                // Raw rows are already laid out as they are stored: one write, no copy.
+                let lens = vec![(row as u32, row as u32); window.len() / row];
+                self.commit(&[(window, &lens)])?;
+            } else {
+                let records: Vec<&[u8]> = window.chunks(row).collect();
+                self.write_window(&records, None)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Append Dense rows given as typed items (`T` must be the store's dtype).
+    ///
+    /// # Errors
+    /// As [`Writer::append`], and `InvalidArgument` when `T` is not the dtype.
+    pub fn append_typed<T: Element>(&mut self, items: &[T]) -> Result<()> {
+        if !self.schema.dtype.matches::<T>() {
+            return Err(self.invalid(format!(
+                "cannot append [{}] to a {} store",
+                std::any::type_name::<T>(),
+                self.schema.dtype
+            )));
+        }
+        self.append(bytemuck::cast_slice(items))
+    }
+
+    /// Append Ragged records, each `(shape, payload bytes)`; the shape prefix is built here.
+    ///
+    /// # Errors
+    /// `InvalidArgument` for a Dense store, a payload that does not match its
+    /// shape, or an empty record; `RecordTooLarge`; `StoreFull`; `Io`.
+    /// Records are validated before anything is written.
+    pub fn append_ragged(&mut self, records: &[RecordRef<'_>]) -> Result<()> {
+        if self.row_bytes.is_some() {
+            return Err(self.invalid("this is a Dense store; use append".into()));
+        }
+        for (k, (shape, bytes)) in records.iter().enumerate() {
+            let index = self.length + k as u64;
+            if shape.len() > ragged::MAX_RANK {
+                return Err(self.invalid(format!("record {index}: rank {} exceeds 255", shape.len())));
+            }
+            let want = ragged::payload_len(shape, &self.schema.dtype);
+            if want != Some(bytes.len() as u64) {
+                return Err(self.invalid(format!(
+                    "record {index}: shape {shape:?} of {} needs {} bytes, got {}",
+                    self.schema.dtype,
+                    want.map_or("more than 2^64".into(), |w| w.to_string()),
+                    bytes.len()
+                )));
+            }
+            if bytes.is_empty() {
+                return Err(
+                    self.invalid(format!("record {index}: empty records cannot be stored (shape {shape:?})"))
+                );
+            }
+            let logic = (ragged::prefix_len(shape.len()) + bytes.len()) as u64;
+            if logic > MAX_RECORD_BYTES {
+                return Err(Error::RecordTooLarge {
+                    store: self.name.clone(),
+                    index,
+                    bytes: logic,
+                    max: MAX_RECORD_BYTES,
+                });
+            }
+        }
+        let mut start = 0;
+        while start < records.len() {
+            let mut bytes = 0usize;
+            let mut end = start;
+            while end < records.len() && (end == start || bytes < WINDOW_BYTES) {
+                bytes += records[end].1.len();
+                end += 1;
+            }
+            self.write_window(&[], Some(&records[start..end]))?;
+            start = end;
+        }
+        Ok(())
+    }
+
+    /// Encode one window of records (Dense rows or Ragged records) in
+    /// parallel chunks, then write data and locations in order.
+    fn write_window(&mut self, rows: &[&[u8]], ragged_records: Option<&[RecordRef<'_>]>) -> Result<()> {
+        let n = ragged_records.map_or(rows.len(), <[_]>::len);
+        if n == 0 {
+            return Ok(());
+        }
+        let chunks = if n >= 16 { (rayon::current_num_threads() * 4).min(n) } else { 1 };
+        let per = n.div_ceil(chunks);
+        let encode_chunk = |c: usize| -> std::result::Result<EncodedChunk, String> {
+            let mut out = Vec::new();
+            let mut lens = Vec::new();
+            let mut staged = Vec::new();
+            for k in c * per..((c + 1) * per).min(n) {
+                let logical: &[u8] = match ragged_records {
+                    Some(recs) => {
+                        staged.clear();
+                        ragged::write_prefix(recs[k].0, &mut staged);
+                        staged.extend_from_slice(recs[k].1);
+                        &staged
+                    }
+                    None => rows[k],
+                };
+                let phys = if self.codec == Codec::Raw {
+                    out.extend_from_slice(logical);
+                    logical.len()
+                } else {
+                    compress_append(logical, self.level, self.cdict.as_ref(), &mut out)?
+                };
+                lens.push((phys as u32, logical.len() as u32));
+            }
+            Ok((out, lens))
+        };
+        let encoded: Vec<EncodedChunk> = if chunks > 1 {
+            (0..chunks).into_par_iter().map(encode_chunk).collect::<std::result::Result<_, _>>()
+        } else {
+            (0..chunks).map(encode_chunk).collect::<std::result::Result<_, _>>()
+        }
+        .map_err(|why| Error::InvalidArgument { store: self.name.clone(), why })?;
+        let parts: Vec<EncodedPart<'_>> = encoded.iter().map(|(b, l)| (b.as_slice(), l.as_slice())).collect();
+        self.commit(&parts)
+    }
+
+    /// Write encoded parts (stored bytes + per-record lengths) at the data
+    /// tail, then their locations; advance only when both are written.
+    fn commit(&mut self, parts: &[EncodedPart<'_>]) -> Result<()> {
+        let total: u64 = parts.iter().map(|(b, _)| b.len() as u64).sum();
+        if self.tail.checked_add(total).is_none_or(|t| t > MAX_TAIL) {
+            return Err(Error::StoreFull {
+                store: self.name.clone(),
+                why: format!("data.zr would pass 2^63-1 bytes (at {})", self.tail),
+            });
+        }
+        let n: usize = parts.iter().map(|(_, l)| l.len()).sum();
+        let mut at = self.tail;
+        let mut locs = Vec::with_capacity(n * 16);
+        for (bytes, lens) in parts {
+            self.write_data(at, bytes)?;
+            for &(phys, logic) in *lens {
+                locs.extend_from_slice(
+                    &RecordLoc { offset: at, phys_length: phys, logic_length: logic }.encode(),
+                );
+                at += u64::from(phys);
+            }
+        }
+        self.meta
+            .write_all_at(&locs, RecordLoc::position(self.length))
+            .map_err(|e| Error::io(self.dir.join("meta.zr"), "write", e))?;
+        self.length += n as u64;
+        self.tail = at;
+        Ok(())
+    }
+
+    fn write_data(&self, at: u64, bytes: &[u8]) -> Result<()> {
+        self.data.write_all_at(bytes, at).map_err(|e| Error::io(self.dir.join("data.zr"), "write", e))
+    }
+
+    fn invalid(&self, why: String) -> Error {
+        Error::InvalidArgument { store: self.name.clone(), why }
+    }
+
+    /// Publish every appended record: write the final Header. With
+    /// `durable`, data, locations, the header and the directory are fsynced
+    /// in that order, so a crash never publishes bytes that are not on disk.
+    ///
+    /// # Errors
+    /// `Io`; the store then stays an unpublished build.
+    pub fn close(self) -> Result<()> {
+        let meta_path = self.dir.join("meta.zr");
+        let sync = |f: &File, path: PathBuf| f.sync_all().map_err(|e| Error::io(path, "fsync", e));
+        if self.durable {
+            sync(&self.data, self.dir.join("data.zr"))?;
+            sync(&self.meta, meta_path.clone())?;
+        }
+        let header = Header {
+            length: self.length,
+            tail_offset: self.tail,
+            schema_length: self.schema_length,
+            codec: self.codec,
+        };
+        self.meta.write_all_at(&header.encode(), 0).map_err(|e| Error::io(&meta_path, "write", e))?;
+        if self.durable {
+            sync(&self.meta, meta_path)?;
+            let dir = File::open(&self.dir).map_err(|e| Error::io(&self.dir, "open", e))?;
+            sync(&dir, self.dir.clone())?;
+        }
+        Ok(())
+    }
+}
+
+/// Apply loaderx's create rules and return the locked `meta.zr` and a new `data.zr`.
+fn claim_directory(dir: &Path, name: &str) -> Result<(File, File)> {
+    let exists = || Error::AlreadyExists { store: name.to_string() };
+    let meta_path = dir.join("meta.zr");
+    match std::fs::read_dir(dir) {
+        Ok(entries) => {
+            let mut has_meta = false;
+            for entry in entries {
+                let entry = entry.map_err(|e| Error::io(dir, "list", e))?;
+                if entry.file_name() == "meta.zr" {
+                    has_meta = true;
+                } else {
+                    return Err(exists());
+                }
+            }
+            if has_meta {
+                // Tell "someone is reading or writing it" apart from "it is just there".
+                let f = File::open(&meta_path).map_err(|e| Error::io(&meta_path, "open", e))?;
+                return Err(match f.try_lock() {
+                    Err(TryLockError::WouldBlock) => {
+                        Error::Busy { store: name.to_string(), why: "another process has it open" }
+                    }
+                    _ => exists(),
+                });
+            }
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, "create directory", e))?;
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotADirectory => return Err(exists()),
+        Err(e) => return Err(Error::io(dir, "list", e)),
+    }
+    let meta = std::fs::OpenOptions::new().read(true).write(true).create_new(true).open(&meta_path).map_err(
+        |e| {
+            if e.kind() == io::ErrorKind::AlreadyExists {
+                exists()
+            } else {
+                Error::io(&meta_path, "create", e)
+            }
+        },
+    )?;
+    match meta.try_lock() {
+        Ok(()) => {}
+        Err(TryLockError::WouldBlock) => {
+            return Err(Error::Busy { store: name.to_string(), why: "another process has it open" })
+        }
+        Err(TryLockError::Error(e)) => return Err(Error::io(&meta_path, "lock", e)),
+    }
+    let data_path = dir.join("data.zr");
+    let data = std::fs::OpenOptions::new().read(true).write(true).create_new(true).open(&data_path).map_err(
+        |e| {
+            if e.kind() == io::ErrorKind::AlreadyExists {
+                exists()
+            } else {
+                Error::io(&data_path, "create", e)
+            }
+        },
+    )?;
+    Ok((meta, data))
+}
+
+fn write_new(path: &Path, bytes: &[u8]) -> Result<()> {
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .map_err(|e| Error::io(path, "create", e))?;
+    f.write_all_at(bytes, 0).map_err(|e| Error::io(path, "write", e))
+}

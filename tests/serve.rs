@@ -1,0 +1,589 @@
+//! The static server over real TCP: a plain HTTP/1.1 client on std sockets
+//! against `zrecord::serve` on 127.0.0.1 with a free port.
+#![cfg(feature = "native")]
+
+use std::borrow::Cow;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use zrecord::serve::{self, ServeConfig, ServerHandle};
+
+const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/fixtures/loaderx-2.0.1");
+
+#[derive(Debug)]
+struct Resp {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+impl Resp {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+    }
+    fn has(&self, name: &str, value: &str) -> bool {
+        self.header(name) == Some(value)
+    }
+}
+
+/// One client connection; requests on it reuse the socket (keep-alive).
+struct Conn {
+    r: BufReader<TcpStream>,
+}
+
+impl Conn {
+    fn open(addr: SocketAddr) -> Conn {
+        let s = TcpStream::connect(addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        Conn { r: BufReader::new(s) }
+    }
+
+    /// Send raw bytes and read one response (no body for HEAD/204/304).
+    fn raw(&mut self, request: &[u8], head_only: bool) -> Resp {
+        self.r.get_mut().write_all(request).unwrap();
+        self.read_response(head_only)
+    }
+
+    fn read_response(&mut self, head_only: bool) -> Resp {
+        let mut line = String::new();
+        self.r.read_line(&mut line).unwrap();
+        assert!(line.starts_with("HTTP/1.1 "), "status line {line:?}");
+        let status: u16 = line[9..12].parse().unwrap();
+        let mut headers = Vec::new();
+        loop {
+            line.clear();
+            self.r.read_line(&mut line).unwrap();
+            let l = line.trim_end_matches(['\r', '\n']);
+            if l.is_empty() {
+                break;
+            }
+            let (n, v) = l.split_once(':').unwrap();
+            headers.push((n.to_owned(), v.trim().to_owned()));
+        }
+        let mut resp = Resp { status, headers, body: Vec::new() };
+        if head_only || status == 204 || status == 304 {
+            return resp;
+        }
+        let len: usize = resp.header("content-length").expect("content-length").parse().unwrap();
+        resp.body.resize(len, 0);
+        self.r.read_exact(&mut resp.body).unwrap();
+        resp
+    }
+
+    fn req(&mut self, method: &str, path: &str, headers: &[(&str, &str)]) -> Resp {
+        let mut s = format!("{method} {path} HTTP/1.1\r\nHost: test\r\n");
+        for (n, v) in headers {
+            s.push_str(&format!("{n}: {v}\r\n"));
+        }
+        s.push_str("\r\n");
+        self.raw(s.as_bytes(), method == "HEAD")
+    }
+
+    fn get(&mut self, path: &str, headers: &[(&str, &str)]) -> Resp {
+        self.req("GET", path, headers)
+    }
+
+    /// True if the server closed the connection (EOF with nothing pending).
+    fn closed(&mut self) -> bool {
+        let mut b = [0u8; 1];
+        matches!(self.r.read(&mut b), Ok(0))
+    }
+}
+
+fn start(root: impl Into<PathBuf>) -> ServerHandle {
+    serve::start(ServeConfig::new(root)).unwrap()
+}
+
+fn get(server: &ServerHandle, path: &str, headers: &[(&str, &str)]) -> Resp {
+    Conn::open(server.addr()).get(path, headers)
+}
+
+fn fixture(rel: &str) -> Vec<u8> {
+    std::fs::read(Path::new(FIXTURES).join(rel)).unwrap()
+}
+
+fn assert_cors(r: &Resp) {
+    assert!(r.has("Access-Control-Allow-Origin", "*"), "{r:?}");
+    assert!(r.has("Access-Control-Allow-Headers", "Range, If-Match, Authorization"), "{r:?}");
+    assert!(
+        r.has("Access-Control-Expose-Headers", "Content-Range, Content-Length, ETag, Accept-Ranges"),
+        "{r:?}"
+    );
+    assert!(r.has("X-Content-Type-Options", "nosniff"), "{r:?}");
+}
+
+/// Every store directory under the fixtures: (relative dir, [(file, size)]).
+fn fixture_stores() -> Vec<(String, Vec<(String, u64)>)> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(FIXTURES).unwrap() {
+        let e = e.unwrap();
+        if !e.file_type().unwrap().is_dir() || !e.path().join("meta.zr").is_file() {
+            continue;
+        }
+        let files = ["meta.zr", "data.zr", "dict.zr"]
+            .iter()
+            .filter_map(|f| std::fs::metadata(e.path().join(f)).ok().map(|m| (f.to_string(), m.len())))
+            .collect();
+        out.push((e.file_name().into_string().unwrap(), files));
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn full_get_equals_file_bytes() {
+    let server = start(FIXTURES);
+    let mut conn = Conn::open(server.addr());
+    let stores = fixture_stores();
+    assert!(stores.len() >= 20);
+    for (dir, files) in &stores {
+        for (f, size) in files {
+            let path = format!("/{dir}/{f}");
+            let r = conn.get(&path, &[("Accept-Encoding", "gzip, br")]);
+            assert_eq!(r.status, 200, "{path}");
+            assert_eq!(r.body, fixture(&format!("{dir}/{f}")), "{path}");
+            assert_eq!(r.body.len() as u64, *size);
+            assert!(r.has("Content-Type", "application/octet-stream"));
+            assert!(r.has("Accept-Ranges", "bytes"));
+            assert!(r.header("Content-Encoding").is_none());
+            let etag = r.header("ETag").unwrap();
+            assert!(etag.starts_with('"') && etag.ends_with('"') && etag.len() > 2, "{etag}");
+            assert!(r.header("Last-Modified").unwrap().ends_with(" GMT"));
+            assert_cors(&r);
+        }
+    }
+    let r = conn.get("/manifest.json", &[]);
+    assert_eq!((r.status, r.body), (200, fixture("manifest.json")));
+}
+
+#[test]
+fn single_ranges() {
+    let server = start(FIXTURES);
+    let path = "/dense-u8-img-zstd_dict/dict.zr";
+    let full = fixture("dense-u8-img-zstd_dict/dict.zr");
+    let size = full.len();
+    let mut conn = Conn::open(server.addr());
+    let cases: [(&str, usize, usize); 6] = [
+        ("bytes=0-0", 0, 0),
+        ("bytes=10-99", 10, 99),
+        ("bytes=100-", 100, size - 1),
+        ("bytes=-50", size - 50, size - 1),
+        ("bytes=-999999", 0, size - 1),
+        ("bytes=1000-99999999", 1000, size - 1),
+    ];
+    for (range, a, b) in cases {
+        let r = conn.get(path, &[("Range", range)]);
+        assert_eq!(r.status, 206, "{range}");
+        assert_eq!(r.header("Content-Range").unwrap(), format!("bytes {a}-{b}/{size}"), "{range}");
+        assert_eq!(r.header("Content-Length").unwrap(), (b - a + 1).to_string());
+        assert_eq!(r.body, &full[a..=b], "{range}");
+        assert!(r.has("Accept-Ranges", "bytes"));
+        assert_cors(&r);
+    }
+    // A big file, past the inline-write size, through the copy path.
+    let big = fixture("dense-big-record-zstd/data.zr");
+    assert!(big.len() > 64 * 1024);
+    let r = conn.get("/dense-big-record-zstd/data.zr", &[("Range", "bytes=1-")]);
+    assert_eq!((r.status, r.body.as_slice()), (206, &big[1..]));
+}
+
+#[test]
+fn unsatisfiable_and_multi_range() {
+    let server = start(FIXTURES);
+    let path = "/dense-S5-raw/meta.zr";
+    let full = fixture("dense-S5-raw/meta.zr");
+    let size = full.len();
+    let mut conn = Conn::open(server.addr());
+    for range in [format!("bytes={size}-"), format!("bytes={}-{}", size + 5, size + 9), "bytes=-0".into()] {
+        let r = conn.get(path, &[("Range", &range)]);
+        assert_eq!(r.status, 416, "{range}");
+        assert_eq!(r.header("Content-Range").unwrap(), format!("bytes */{size}"));
+        assert_cors(&r);
+    }
+    // Multi-range and invalid ranges: ignored, full 200 (as S3).
+    for range in ["bytes=0-1,5-9", "bytes=9-2", "lines=1-2"] {
+        let r = conn.get(path, &[("Range", range)]);
+        assert_eq!((r.status, &r.body), (200, &full), "{range}");
+        assert!(r.header("Content-Range").is_none());
+    }
+}
+
+#[test]
+fn head_has_headers_no_body() {
+    let server = start(FIXTURES);
+    let path = "/dense-f32-zstd/data.zr";
+    let mut conn = Conn::open(server.addr());
+    let g = conn.get(path, &[]);
+    let h = conn.req("HEAD", path, &[]);
+    assert_eq!(h.status, 200);
+    for name in ["Content-Length", "ETag", "Last-Modified", "Content-Type", "Accept-Ranges"] {
+        assert_eq!(h.header(name), g.header(name), "{name}");
+    }
+    assert_cors(&h);
+    // HEAD ignores Range (RFC 9110 defines ranges for GET only).
+    let h = conn.req("HEAD", path, &[("Range", "bytes=0-3")]);
+    assert_eq!((h.status, h.header("Content-Length")), (200, g.header("Content-Length")));
+    let h = conn.req("HEAD", "/nope", &[]);
+    assert_eq!(h.status, 404);
+    // No stray body bytes: the connection still parses the next response.
+    let r = conn.get(path, &[("Range", "bytes=0-3")]);
+    assert_eq!((r.status, r.body.as_slice()), (206, &g.body[..4]));
+}
+
+fn copy_store(from: &str, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(Path::new(FIXTURES).join(from)).unwrap() {
+        let e = e.unwrap();
+        std::fs::write(to.join(e.file_name()), std::fs::read(e.path()).unwrap()).unwrap();
+    }
+}
+
+#[test]
+fn etag_is_stable_and_changes_with_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    copy_store("dense-S5-raw", &dir.path().join("s"));
+    let server = start(dir.path());
+    let path = "/s/data.zr";
+    let e1 = get(&server, path, &[]).header("ETag").unwrap().to_owned();
+    let e2 = get(&server, path, &[("Range", "bytes=0-3")]).header("ETag").unwrap().to_owned();
+    assert_eq!(e1, e2);
+    let file = dir.path().join("s/data.zr");
+    // Same size, new mtime.
+    let bytes = std::fs::read(&file).unwrap();
+    std::fs::write(&file, vec![7u8; bytes.len()]).unwrap();
+    let f = std::fs::File::options().write(true).open(&file).unwrap();
+    f.set_modified(std::time::SystemTime::now() + Duration::from_secs(5)).unwrap();
+    drop(f);
+    let r = get(&server, path, &[]);
+    let e3 = r.header("ETag").unwrap().to_owned();
+    assert_ne!(e1, e3);
+    assert_eq!(r.body, vec![7u8; bytes.len()]);
+    // New size.
+    std::fs::write(&file, b"shorter").unwrap();
+    let e4 = get(&server, path, &[]).header("ETag").unwrap().to_owned();
+    assert!(e4 != e3 && e4 != e1);
+}
+
+#[test]
+fn conditional_requests() {
+    let server = start(FIXTURES);
+    let path = "/ragged-i32-tokens-zstd/data.zr";
+    let full = fixture("ragged-i32-tokens-zstd/data.zr");
+    let mut conn = Conn::open(server.addr());
+    let etag = conn.get(path, &[]).header("ETag").unwrap().to_owned();
+    let r = conn.get(path, &[("If-None-Match", &etag)]);
+    assert_eq!(r.status, 304);
+    assert!(r.body.is_empty());
+    assert_eq!(r.header("ETag"), Some(etag.as_str()));
+    assert_cors(&r);
+    let r = conn.get(path, &[("If-None-Match", &format!("\"other\", W/{etag}"))]);
+    assert_eq!(r.status, 304);
+    let r = conn.get(path, &[("If-None-Match", "\"other\"")]);
+    assert_eq!((r.status, &r.body), (200, &full));
+    // If-Match: a client checking the store did not change under it.
+    let r = conn.get(path, &[("If-Match", &etag), ("Range", "bytes=0-7")]);
+    assert_eq!((r.status, r.body.as_slice()), (206, &full[..8]));
+    let r = conn.get(path, &[("If-Match", "\"stale\""), ("Range", "bytes=0-7")]);
+    assert_eq!(r.status, 412);
+    assert_cors(&r);
+    // If-Range: a stale validator gets the whole new representation.
+    let r = conn.get(path, &[("If-Range", &etag), ("Range", "bytes=0-7")]);
+    assert_eq!(r.status, 206);
+    let r = conn.get(path, &[("If-Range", "\"stale\""), ("Range", "bytes=0-7")]);
+    assert_eq!((r.status, &r.body), (200, &full));
+}
+
+#[test]
+fn options_preflight() {
+    let server = start(FIXTURES);
+    let mut conn = Conn::open(server.addr());
+    let r = conn.req(
+        "OPTIONS",
+        "/dense-S5-raw/data.zr",
+        &[
+            ("Origin", "http://example.com"),
+            ("Access-Control-Request-Method", "GET"),
+            ("Access-Control-Request-Headers", "range"),
+        ],
+    );
+    assert_eq!(r.status, 204);
+    assert!(r.has("Access-Control-Allow-Methods", "GET, HEAD, OPTIONS"));
+    assert!(r.header("Content-Length").is_none());
+    assert_cors(&r);
+    // Other methods are refused, still with CORS.
+    let r = conn.raw(b"DELETE /dense-S5-raw/data.zr HTTP/1.1\r\nHost: t\r\n\r\n", false);
+    assert_eq!(r.status, 405);
+    assert!(r.has("Allow", "GET, HEAD, OPTIONS"));
+    assert_cors(&r);
+}
+
+#[test]
+fn cors_on_partial_and_errors() {
+    let server = start(FIXTURES);
+    let mut conn = Conn::open(server.addr());
+    let r = conn.get("/dense-S5-raw/data.zr", &[("Range", "bytes=0-1")]);
+    assert_eq!(r.status, 206);
+    assert_cors(&r);
+    let r = conn.get("/dense-S5-raw/missing.zr", &[]);
+    assert_eq!(r.status, 404);
+    assert_cors(&r);
+    let r = conn.get("/%2e%2e/x", &[]);
+    assert_eq!(r.status, 403);
+    assert_cors(&r);
+}
+
+#[test]
+fn directories_are_not_served() {
+    let server = start(FIXTURES);
+    let mut conn = Conn::open(server.addr());
+    for p in ["/", "/dense-S5-raw", "/dense-S5-raw/", "/dense-S5-raw/meta.zr/"] {
+        assert_eq!(conn.get(p, &[]).status, 404, "{p}");
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn traversal_is_refused() {
+    let outer = tempfile::tempdir().unwrap();
+    let root = outer.path().join("root");
+    std::fs::create_dir_all(root.join("sub")).unwrap();
+    std::fs::write(outer.path().join("secret.txt"), b"TOP SECRET").unwrap();
+    std::fs::write(root.join("sub/ok.txt"), b"fine").unwrap();
+    std::os::unix::fs::symlink(outer.path().join("secret.txt"), root.join("leak.txt")).unwrap();
+    std::os::unix::fs::symlink(outer.path(), root.join("leakdir")).unwrap();
+    std::os::unix::fs::symlink("/etc/passwd", root.join("passwd")).unwrap();
+    std::os::unix::fs::symlink(root.join("sub/ok.txt"), root.join("inside.txt")).unwrap();
+    let server = start(&root);
+    let mut conn = Conn::open(server.addr());
+    for p in [
+        "/../secret.txt",
+        "/sub/../../secret.txt",
+        "/%2e%2e/secret.txt",
+        "/%2E%2E%2Fsecret.txt",
+        "/sub/%2e%2e/%2e%2e/secret.txt",
+        "/..%2fsecret.txt",
+        "/..%5csecret.txt",
+        "/..\\secret.txt",
+        "//etc/passwd",
+        "/%2fetc%2fpasswd",
+        "/sub/ok.txt%00",
+        "/leak.txt",
+        "/leakdir/secret.txt",
+        "/passwd",
+        "http://test/../secret.txt",
+        "/./sub/ok.txt",
+    ] {
+        let r = conn.get(p, &[]);
+        assert!(r.status == 403 || r.status == 404, "{p}: {}", r.status);
+        let body = String::from_utf8_lossy(&r.body);
+        assert!(!body.contains("SECRET") && !body.contains("root:"), "{p}");
+        assert_cors(&r);
+    }
+    for p in ["/etc/passwd", "etc/passwd"] {
+        let r = conn.get(p, &[]);
+        assert!(r.status == 403 || r.status == 404, "{p}");
+    }
+    // Symlinks that stay inside the root are fine.
+    assert_eq!(conn.get("/inside.txt", &[]).body, b"fine");
+    assert_eq!(conn.get("/sub/ok.txt", &[]).body, b"fine");
+    // Bad percent-encoding is a 400.
+    assert_eq!(conn.get("/%zz", &[]).status, 400);
+}
+
+#[test]
+fn api_stores_lists_every_fixture_store() {
+    let server = start(FIXTURES);
+    let r = get(&server, "/api/stores", &[]);
+    assert_eq!(r.status, 200);
+    assert!(r.has("Content-Type", "application/json"));
+    assert_cors(&r);
+    let json: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+    let listed: Vec<(String, Vec<(String, u64)>)> = json
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            let path = s["path"].as_str().unwrap().to_owned();
+            assert_eq!(s["url"].as_str().unwrap(), format!("/{path}/"));
+            let files = s["files"]
+                .as_object()
+                .unwrap()
+                .iter()
+                .map(|(k, v)| (k.clone(), v.as_u64().unwrap()))
+                .collect();
+            (path, files)
+        })
+        .collect();
+    let mut expected = fixture_stores();
+    for (_, files) in &mut expected {
+        files.sort();
+    }
+    let mut listed_sorted = listed.clone();
+    for (_, files) in &mut listed_sorted {
+        files.sort();
+    }
+    assert_eq!(listed_sorted, expected);
+    // Each listed URL really serves the file.
+    let mut conn = Conn::open(server.addr());
+    for (path, files) in &listed {
+        for (f, size) in files {
+            let r = conn.req("HEAD", &format!("/{path}/{f}"), &[]);
+            assert_eq!(r.header("Content-Length"), Some(size.to_string().as_str()));
+        }
+    }
+}
+
+fn viewer_assets(path: &str) -> Option<(Cow<'static, [u8]>, &'static str)> {
+    match path {
+        "index.html" => {
+            Some((Cow::Borrowed(b"<!doctype html><title>viewer</title>"), "text/html; charset=utf-8"))
+        }
+        "pkg/zrecord_bg.wasm" => Some((Cow::Owned(b"\0asm\x01\0\0\0".to_vec()), "application/wasm")),
+        "manifest.json" => Some((Cow::Borrowed(b"{}"), "application/json")),
+        _ => None,
+    }
+}
+
+#[test]
+fn assets_hook_and_precedence() {
+    let mut cfg = ServeConfig::new(FIXTURES);
+    cfg.assets = Some(Box::new(viewer_assets));
+    let server = serve::start(cfg).unwrap();
+    let mut conn = Conn::open(server.addr());
+    let r = conn.get("/", &[]);
+    assert_eq!(r.status, 200);
+    assert_eq!(r.body, b"<!doctype html><title>viewer</title>");
+    assert!(r.has("Content-Type", "text/html; charset=utf-8"));
+    assert_cors(&r);
+    let r = conn.get("/?store=dense-S5-raw", &[]);
+    assert_eq!(r.status, 200);
+    let r = conn.get("/pkg/zrecord_bg.wasm", &[("Range", "bytes=0-3")]);
+    assert_eq!((r.status, r.body.as_slice()), (206, b"\0asm".as_slice()));
+    assert!(r.has("Content-Type", "application/wasm"));
+    let etag = r.header("ETag").unwrap().to_owned();
+    assert_eq!(conn.get("/pkg/zrecord_bg.wasm", &[("If-None-Match", &etag)]).status, 304);
+    // A file under the root wins over an asset of the same name.
+    let r = conn.get("/manifest.json", &[]);
+    assert_eq!(r.body, fixture("manifest.json"));
+    // Traversal is refused before the hook is asked.
+    assert_eq!(conn.get("/pkg/../index.html", &[]).status, 403);
+    assert_eq!(conn.get("/nothing.js", &[]).status, 404);
+}
+
+#[test]
+fn keep_alive_and_close() {
+    let server = start(FIXTURES);
+    let meta = fixture("dense-S5-raw/meta.zr");
+    let mut conn = Conn::open(server.addr());
+    let a = conn.get("/dense-S5-raw/meta.zr", &[]);
+    let b = conn.get("/dense-S5-raw/meta.zr", &[("Range", "bytes=0-9")]);
+    assert_eq!((a.status, b.status), (200, 206));
+    assert_eq!(a.body, meta);
+    assert!(a.header("Connection").is_none());
+    // Pipelined: two requests in one write, two responses in order.
+    conn.r
+        .get_mut()
+        .write_all(b"GET /dense-S5-raw/meta.zr HTTP/1.1\r\nHost: t\r\n\r\nHEAD /dense-S5-raw/data.zr HTTP/1.1\r\nHost: t\r\n\r\n")
+        .unwrap();
+    assert_eq!(conn.read_response(false).body, meta);
+    assert_eq!(conn.read_response(true).status, 200);
+    // `Connection: close` is honoured.
+    let r = conn.get("/dense-S5-raw/meta.zr", &[("Connection", "close")]);
+    assert!(r.has("Connection", "close"));
+    assert!(conn.closed());
+    // HTTP/1.0 closes unless asked to keep alive.
+    let mut c10 = Conn::open(server.addr());
+    let r = c10.raw(b"GET /dense-S5-raw/meta.zr HTTP/1.0\r\n\r\n", false);
+    assert_eq!(r.body, meta);
+    assert!(c10.closed());
+    let mut c10 = Conn::open(server.addr());
+    let r = c10.raw(b"GET /dense-S5-raw/meta.zr HTTP/1.0\r\nConnection: keep-alive\r\n\r\n", false);
+    assert!(r.has("Connection", "keep-alive"));
+    let r = c10.raw(b"GET /dense-S5-raw/meta.zr HTTP/1.0\r\n\r\n", false);
+    assert_eq!(r.body, meta);
+}
+
+#[test]
+fn bad_requests_are_bounded() {
+    let server = start(FIXTURES);
+    let mut conn = Conn::open(server.addr());
+    let huge = format!("GET / HTTP/1.1\r\nX-Big: {}\r\n\r\n", "a".repeat(20_000));
+    let r = conn.raw(huge.as_bytes(), false);
+    assert_eq!(r.status, 431);
+    assert_cors(&r);
+    let mut conn = Conn::open(server.addr());
+    assert_eq!(conn.raw(b"NOT HTTP AT ALL\r\n\r\n", false).status, 400);
+    let mut conn = Conn::open(server.addr());
+    assert_eq!(conn.raw(b"GET / HTTP/2.0\r\n\r\n", false).status, 505);
+    // A request with a body is answered, then the connection is closed.
+    let mut conn = Conn::open(server.addr());
+    let r = conn.raw(b"GET /dense-S5-raw/meta.zr HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc", false);
+    assert_eq!(r.status, 200);
+    assert!(r.has("Connection", "close"));
+}
+
+#[test]
+fn connection_limit_answers_503() {
+    let mut cfg = ServeConfig::new(FIXTURES);
+    cfg.max_connections = 1;
+    let server = serve::start(cfg).unwrap();
+    let mut first = Conn::open(server.addr());
+    assert_eq!(first.get("/dense-S5-raw/meta.zr", &[]).status, 200);
+    let mut second = Conn::open(server.addr());
+    let r = second.read_response(false);
+    assert_eq!(r.status, 503);
+    assert_cors(&r);
+    drop(first);
+    // The slot frees once the first connection's thread sees the close.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let mut c = Conn::open(server.addr());
+        c.r.get_mut().write_all(b"GET /dense-S5-raw/meta.zr HTTP/1.1\r\n\r\n").unwrap();
+        if c.read_response(false).status == 200 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "slot never freed");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn shutdown_closes_idle_connections_promptly() {
+    let server = start(FIXTURES);
+    let addr = server.addr();
+    let mut idle = Conn::open(addr);
+    assert_eq!(idle.get("/dense-S5-raw/meta.zr", &[]).status, 200);
+    let t = Instant::now();
+    server.shutdown();
+    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+    assert!(idle.closed());
+    assert!(TcpStream::connect_timeout(&addr, Duration::from_secs(1)).is_err());
+}
+
+#[test]
+fn wait_returns_after_stop() {
+    let server = start(FIXTURES);
+    assert!(server.url().starts_with("http://127.0.0.1:"));
+    assert!(server.url().ends_with('/'));
+    let stopper = server.stopper();
+    let t = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(100));
+        stopper.stop();
+    });
+    server.wait();
+    t.join().unwrap();
+}
+
+#[test]
+fn start_errors() {
+    let e = serve::start(ServeConfig::new("/definitely/not/here")).unwrap_err();
+    assert!(matches!(e, zrecord::Error::Io { .. }), "{e}");
+    let e = serve::start(ServeConfig::new(format!("{FIXTURES}/manifest.json"))).unwrap_err();
+    assert!(matches!(e, zrecord::Error::NotFound { .. }), "{e}");
+    let a = start(FIXTURES);
+    let mut cfg = ServeConfig::new(FIXTURES);
+    cfg.port = a.addr().port();
+    assert!(matches!(serve::start(cfg), Err(zrecord::Error::Io { .. })));
+}
