@@ -1,0 +1,130 @@
+// Turns a reader error into plain words and a fix. The wasm reader's messages
+// name the cause (see src/wasm.rs); each rule here recognises one cause.
+
+const NGINX_CORS = `location / {
+  add_header Access-Control-Allow-Origin "*" always;
+  add_header Access-Control-Allow-Headers "Range" always;
+  add_header Access-Control-Expose-Headers "Content-Range, Content-Length, ETag, Accept-Ranges" always;
+  if ($request_method = OPTIONS) { return 204; }
+}`;
+
+const S3_CORS = `[{"AllowedOrigins": ["*"], "AllowedMethods": ["GET", "HEAD"],
+  "AllowedHeaders": ["Range"],
+  "ExposeHeaders": ["Content-Range", "Content-Length", "ETag", "Accept-Ranges"]}]`;
+
+/**
+ * {kind, title, text, fix: [string], code?} for an error message. `ctx`
+ * holds `url` (the store, when remote) and `local` (opened from disk).
+ */
+export function explain(message, ctx = {}) {
+  const msg = String(message || '');
+  const host = hostOf(ctx.url);
+  const here = location.origin;
+  const rules = [
+    [/unpublished viewer build|pkg\/zrecord\.js/i, () => ({
+      kind: 'nowasm',
+      title: 'The viewer was built without its wasm reader',
+      text: 'This page loads a small WebAssembly module (pkg/zrecord_bg.wasm) to read stores, and it is missing from this build.',
+      fix: ['Build it: wasm-pack build --target web', 'Then rebuild and restart zrecord (cargo build), so it embeds pkg/.'],
+    })],
+    [/cors|cross-origin|access-control/i, () => ({
+      kind: 'cors',
+      title: 'The server does not allow this page to read the store (CORS)',
+      text: `The store is on ${host || 'another server'}, and this page comes from ${here}. Browsers only let a page read files from another server when that server says so with CORS headers, and ${host || 'this server'} sends none (or the server could not be reached at all).`,
+      fix: [
+        `Add CORS headers on ${host || 'the server'}: Access-Control-Allow-Origin, Access-Control-Allow-Headers: Range, and Access-Control-Expose-Headers: Content-Range, Content-Length, ETag.`,
+        'Or serve the stores with `zrecord serve DIR`, which sends them, and open the viewer it serves.',
+        'Check the server is running and the address is right.',
+      ],
+      code: [['nginx', NGINX_CORS], ['S3 bucket CORS', S3_CORS]],
+    })],
+    [/gzip|content-encoding|compress(ed|es) the/i, () => ({
+      kind: 'gzip',
+      title: 'The server compresses the store files on the fly',
+      text: 'The server answers with Content-Encoding (gzip or similar). Byte ranges then no longer point at the stored bytes, so records cannot be read. Store records are already compressed; transfer compression only gets in the way.',
+      fix: ['Turn off compression for the store files: `gzip off;` in nginx (or leave `.zr` out of gzip_types).',
+        'On S3 or a CDN, upload without a Content-Encoding header and disable automatic compression.'],
+    })],
+    [/range/i, () => ({
+      kind: 'norange',
+      title: 'The server ignores Range requests',
+      text: `The viewer reads only the bytes it needs with HTTP Range requests (206 Partial Content), but ${host || 'the server'} answered with the whole file (200). Reading a large store that way would download all of it for every record.`,
+      fix: [
+        'Use a server that supports byte ranges: nginx, Apache, S3, GCS, or `zrecord serve DIR`.',
+        'Python\'s `python -m http.server` does not; in nginx, remove `max_ranges 0`.',
+        'A proxy or CDN in front of the server may drop the Range header: let it pass through.',
+      ],
+    })],
+    [/changed|modified|etag|precondition/i, () => ({
+      kind: 'changed',
+      title: 'The store changed on the server while it was open',
+      text: 'Its files now have a different version (ETag) than when the viewer opened them, so the record table read earlier no longer matches the data. Someone rewrote or appended to the store.',
+      fix: ['Reopen the store to read the new version.', 'Publish new versions under a new path instead of rewriting a store in place.'],
+    })],
+    [/unpublished|never (closed|published)|length\s*=?\s*0 .*data/i, () => ({
+      kind: 'unpublished',
+      title: 'This store was never published',
+      text: 'Its header still says it has 0 records, but its files hold data: the program that wrote it stopped before closing the store, so none of the records were published. loaderx opens it as an empty store.',
+      fix: ['Run the writer again to completion (the store is published only when the writer closes it).'],
+    })],
+    [/corrupt/i, () => {
+      const rec = /record\s+#?(\d+)/i.exec(msg);
+      return {
+        kind: 'corrupt',
+        title: rec ? `Record ${rec[1]} is corrupt` : 'The store is corrupt',
+        text: `${rec ? `Record ${rec[1]}` : 'A record'} failed a check while decoding: ${checkOf(msg)} The rest of the store may still be readable.`,
+        fix: ['Rebuild the store from its source data.', 'If it was copied, copy it again and compare the file sizes: a truncated or partial copy looks like this.'],
+      };
+    }],
+    [/bad format|not a (zrecord )?store|invalid (header|schema)|bad header|magic|schema/i, () => ({
+      kind: 'badformat',
+      title: 'This is not a readable zrecord store',
+      text: `The files were found, but meta.zr does not hold a valid store header: ${msg}`,
+      fix: ['Check the URL points at the store directory (the one holding meta.zr and data.zr).', 'The store may be damaged or written by an incompatible tool.'],
+    })],
+    [/\b404\b|not found|no such/i, () => ({
+      kind: 'notfound',
+      title: 'No store at this address',
+      text: ctx.local ? 'The chosen folder does not hold a store.' : `${host || 'The server'} answered "not found" (404) for the store's files.`,
+      fix: ctx.local ? ['Pick the store directory itself: the folder that holds meta.zr and data.zr.']
+        : ['Check the URL: it must name the store directory (the folder holding meta.zr and data.zr), e.g. https://host/stores/train/.',
+          'A zstd_dict store also needs its dict.zr.'],
+    })],
+    [/\b403\b|forbidden|denied|\b401\b|unauthori[sz]ed/i, () => ({
+      kind: 'forbidden',
+      title: 'The server refused access to the store',
+      text: `${host || 'The server'} answered "forbidden" (403/401).`,
+      fix: ['Make the files readable to this client (bucket policy, file permissions).', 'A signed URL may have expired: get a fresh one.'],
+    })],
+    [/busy/i, () => ({
+      kind: 'busy',
+      title: 'The store is being written',
+      text: 'A writer holds the store open, so it cannot be read yet.',
+      fix: ['Wait for the writer to finish, then reopen.'],
+    })],
+  ];
+  for (const [re, make] of rules) {
+    if (re.test(msg)) return { ...make(), message: msg };
+  }
+  return {
+    kind: 'other',
+    title: 'The store could not be read',
+    text: msg || 'Unknown error.',
+    fix: ['Reload the page and try again. If it persists, open the browser console for details.'],
+    message: msg,
+  };
+}
+
+function checkOf(msg) {
+  const m = /corrupt[^:]*:\s*(.*)$/i.exec(msg);
+  const detail = m ? m[1] : msg;
+  return detail.endsWith('.') ? detail : `${detail}.`;
+}
+
+function hostOf(url) {
+  try {
+    return url ? new URL(url, location.href).host : '';
+  } catch {
+    return '';
+  }
+}
