@@ -1,7 +1,7 @@
 // The viewer's entry point: wires the top bar, the address (#url=…&i=…),
 // local folders, the worker client and the views together.
 
-import { h, fmtBytes, fmtInt } from './dom.js';
+import { h, setChildren, fmtBytes, fmtInt } from './dom.js';
 import { StoreClient, isAbort } from './client.js';
 import { explain } from './explain.js';
 import { parseDtype } from './dtype.js';
@@ -135,10 +135,10 @@ function shortName(url) {
 }
 
 function emptyStore(summary) {
-  $('#record-view').replaceChildren(h('div.inline-problem#empty-store',
+  setChildren($('#record-view'), h('div.inline-problem#empty-store',
     h('b', 'This store has no records.'),
     h('p', `Its header publishes 0 records${summary.info && Object.keys(summary.info).length ? '' : ''}. If you expected data, the writer may have stopped before closing the store (an unpublished build), or the store is still being written.`)));
-  $('#batch-view').replaceChildren();
+  setChildren($('#batch-view'));
 }
 
 // ---------------------------------------------------------------- records
@@ -155,21 +155,27 @@ async function selectRecord(i) {
   // when stepping), but say that it is loading.
   view.dataset.loading = String(i);
   let recs;
+  let loc = state.table?.loc(i);
   try {
+    const locs = loc ? null : client.locs(i, 1, ctl.signal).catch(() => null);
     recs = await client.records([i], { summary: true, signal: ctl.signal });
+    const l = await locs;
+    if (l) loc = { stored: l.stored[0], decoded: l.decoded[0] };
   } catch (e) {
     if (isAbort(e)) return;
     network.error(e.message);
-    view.replaceChildren(h('div.rec-head', h('h3', `Record ${fmtInt(i)}`)));
+    setChildren(view, h('div.rec-head', h('h3', `Record ${fmtInt(i)}`)));
     showInlineProblem(view, e);
     delete view.dataset.loading;
     return;
   }
   if (state.recordCtl !== ctl) return;
   delete view.dataset.loading;
+  // data.zr's size is known once a record was read from it.
+  if (overview.files && overview.files['data.zr'] == null) client.info().then((s) => overview.refreshFiles(s.info), () => {});
   renderRecord(view, recs[0], {
     dt: state.dt,
-    loc: state.table?.loc(i),
+    loc,
     n: state.summary.len,
     prefs: state.prefs,
     onNav: (j) => state.table.select(j, 'nearest'),
@@ -199,9 +205,9 @@ function showOnly(what) {
     $('#sizes').hidden = true;
   }
   if (what === 'loading') {
-    $('#records').replaceChildren(h('div.spinner', { style: { padding: '20px' } }, 'Opening store…'));
-    $('#record-view').replaceChildren();
-    $('#batch-view').replaceChildren();
+    setChildren($('#records'), h('div.spinner', { style: { padding: '20px' } }, 'Opening store…'));
+    setChildren($('#record-view'));
+    setChildren($('#batch-view'));
   }
 }
 
@@ -214,7 +220,7 @@ function showWelcome() {
 }
 
 function explanation(e, source) {
-  return explain(e.message, { url: source?.url, local: !!source?.files });
+  return explain(e, { url: source?.url, local: !!source?.files });
 }
 
 function fixList(x) {
@@ -232,7 +238,7 @@ function inlineCode(text) {
 function showProblem(e, source) {
   const x = explanation(e, source);
   showOnly('problem');
-  $('#problem').replaceChildren(h('div.problem', { dataset: { kind: x.kind } },
+  setChildren($('#problem'), h('div.problem', { dataset: { kind: x.kind } },
     h('h1#problem-title', x.title),
     h('p#problem-text', x.text),
     h('h3', 'How to fix it'),
@@ -268,14 +274,14 @@ async function loadServerStores() {
   if (!Array.isArray(list) || !list.length) return;
   state.serverStores = list;
   const sel = $('#store-select');
-  sel.replaceChildren(h('option', { value: '' }, `Stores on this server (${list.length})`),
+  setChildren(sel, h('option', { value: '' }, `Stores on this server (${list.length})`),
     ...list.map((s) => h('option', { value: absolute(s.url) }, s.path || '(root)')));
   sel.hidden = false;
   sel.onchange = () => {
     if (sel.value) location.hash = `url=${encodeURIComponent(sel.value)}`;
     sel.value = '';
   };
-  $('#server-stores').replaceChildren(h('h2', `On this server (${list.length})`),
+  setChildren($('#server-stores'), h('h2', `On this server (${list.length})`),
     h('div.store-list', list.map((s) => {
       const total = Object.values(s.files || {}).reduce((a, b) => a + b, 0);
       return storeLink(s.path || '(root)', `${fmtBytes(total)}${s.files?.['dict.zr'] != null ? ' · with dictionary' : ''}`, null, `#url=${encodeURIComponent(absolute(s.url))}`);
@@ -315,7 +321,7 @@ function openLocal(entries) {
   }
   state.localStores = stores;
   showWelcome();
-  $('#local-stores').replaceChildren(h('h2', `In the chosen folder (${stores.length})`),
+  setChildren($('#local-stores'), h('h2', `In the chosen folder (${stores.length})`),
     h('div.store-list', stores.map((s) => storeLink(s.name, fmtBytes(s.files.reduce((a, f) => a + f.size, 0)), () => openSource(s)))));
   $('#local-stores').scrollIntoView({ block: 'nearest' });
 }

@@ -1,7 +1,7 @@
 // The batch view: one page of records at a glance, as image thumbnails when
 // the records are images and as short text tiles otherwise.
 
-import { h, fmtInt, fmtShape } from './dom.js';
+import { h, setChildren, fmtInt, fmtShape } from './dom.js';
 import { typedView, formatItem } from './dtype.js';
 import { imageLayouts, paintImage } from './record.js';
 import { isAbort } from './client.js';
@@ -44,7 +44,7 @@ export class BatchView {
     const end = Math.min(this.n, start + BATCH);
     const indices = Array.from({ length: end - start }, (_, k) => start + k);
     const grid = h('div.grid#batch-grid');
-    this.el.replaceChildren(
+    setChildren(this.el,
       h('div.batch-bar',
         h('button', { disabled: start === 0, onclick: () => this.load(Math.max(0, start - BATCH)) }, '‹ Previous'),
         h('span.muted', this.n ? `records ${fmtInt(start)}–${fmtInt(end - 1)} of ${fmtInt(this.n)}` : 'no records'),
@@ -57,12 +57,12 @@ export class BatchView {
       recs = await this.client.records(indices, { signal: ctl.signal });
     } catch (e) {
       if (!isAbort(e)) {
-        grid.replaceChildren();
+        setChildren(grid);
         this.onError(e, grid);
       }
       return;
     }
-    grid.replaceChildren(...recs.map((r) => this.tile(r)));
+    setChildren(grid, ...recs.map((r) => this.tile(r)));
   }
 
   tile(rec) {

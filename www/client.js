@@ -49,6 +49,7 @@ export class StoreClient {
     if (msg.ok) p.resolve(msg.value);
     else {
       const e = new Error(msg.error.message);
+      e.code = msg.error.code;
       if (msg.error.aborted) e.name = 'AbortError';
       p.reject(e);
     }
@@ -62,6 +63,7 @@ export class StoreClient {
   open(source, signal) { return this.call('open', source, signal); }
   locs(start, count, signal) { return this.call('locs', { start, count }, signal); }
   shapes(indices, signal) { return this.call('shapes', { indices }, signal); }
+  info() { return this.call('info'); }
   records(indices, { summary = false, signal } = {}) { return this.call('records', { indices, summary }, signal); }
 }
 

@@ -12,22 +12,35 @@ const S3_CORS = `[{"AllowedOrigins": ["*"], "AllowedMethods": ["GET", "HEAD"],
   "AllowedHeaders": ["Range"],
   "ExposeHeaders": ["Content-Range", "Content-Length", "ETag", "Accept-Ranges"]}]`;
 
+// The reader's error codes (JS Error `code`, from the Rust error variant)
+// that name their cause outright; `Remote` errors are told apart by message.
+const BY_CODE = {
+  CorruptRecord: 'corrupt',
+  Unpublished: 'unpublished',
+  StoreChanged: 'changed',
+  NotFound: 'notfound',
+  BadFormat: 'badformat',
+  Busy: 'busy',
+};
+
 /**
- * {kind, title, text, fix: [string], code?} for an error message. `ctx`
- * holds `url` (the store, when remote) and `local` (opened from disk).
+ * {kind, title, text, fix: [string], code?} for a reader error (an Error
+ * with `message` and maybe `code`). `ctx` holds `url` (the store, when
+ * remote) and `local` (opened from disk).
  */
-export function explain(message, ctx = {}) {
-  const msg = String(message || '');
+export function explain(err, ctx = {}) {
+  const msg = String(err?.message ?? err ?? '');
+  const kind = BY_CODE[err?.code];
   const host = hostOf(ctx.url);
   const here = location.origin;
   const rules = [
-    [/unpublished viewer build|pkg\/zrecord\.js/i, () => ({
+    ['nowasm', /unpublished viewer build|pkg\/zrecord\.js/i, () => ({
       kind: 'nowasm',
       title: 'The viewer was built without its wasm reader',
       text: 'This page loads a small WebAssembly module (pkg/zrecord_bg.wasm) to read stores, and it is missing from this build.',
       fix: ['Build it: wasm-pack build --target web', 'Then rebuild and restart zrecord (cargo build), so it embeds pkg/.'],
     })],
-    [/cors|cross-origin|access-control/i, () => ({
+    ['cors', /cors|cross-origin|access-control/i, () => ({
       kind: 'cors',
       title: 'The server does not allow this page to read the store (CORS)',
       text: `The store is on ${host || 'another server'}, and this page comes from ${here}. Browsers only let a page read files from another server when that server says so with CORS headers, and ${host || 'this server'} sends none (or the server could not be reached at all).`,
@@ -38,14 +51,14 @@ export function explain(message, ctx = {}) {
       ],
       code: [['nginx', NGINX_CORS], ['S3 bucket CORS', S3_CORS]],
     })],
-    [/gzip|content-encoding|compress(ed|es) the/i, () => ({
+    ['gzip', /gzip|content-encoding|compress(ed|es) the/i, () => ({
       kind: 'gzip',
       title: 'The server compresses the store files on the fly',
       text: 'The server answers with Content-Encoding (gzip or similar). Byte ranges then no longer point at the stored bytes, so records cannot be read. Store records are already compressed; transfer compression only gets in the way.',
       fix: ['Turn off compression for the store files: `gzip off;` in nginx (or leave `.zr` out of gzip_types).',
         'On S3 or a CDN, upload without a Content-Encoding header and disable automatic compression.'],
     })],
-    [/range/i, () => ({
+    ['norange', /does not support (http )?range|ignores? (the )?range|whole file to a range/i, () => ({
       kind: 'norange',
       title: 'The server ignores Range requests',
       text: `The viewer reads only the bytes it needs with HTTP Range requests (206 Partial Content), but ${host || 'the server'} answered with the whole file (200). Reading a large store that way would download all of it for every record.`,
@@ -55,19 +68,19 @@ export function explain(message, ctx = {}) {
         'A proxy or CDN in front of the server may drop the Range header: let it pass through.',
       ],
     })],
-    [/changed|modified|etag|precondition/i, () => ({
+    ['changed', /changed|modified|etag|precondition/i, () => ({
       kind: 'changed',
       title: 'The store changed on the server while it was open',
       text: 'Its files now have a different version (ETag) than when the viewer opened them, so the record table read earlier no longer matches the data. Someone rewrote or appended to the store.',
       fix: ['Reopen the store to read the new version.', 'Publish new versions under a new path instead of rewriting a store in place.'],
     })],
-    [/unpublished|never (closed|published)|length\s*=?\s*0 .*data/i, () => ({
+    ['unpublished', /unpublished|never (closed|published)|length\s*=?\s*0 .*data/i, () => ({
       kind: 'unpublished',
       title: 'This store was never published',
       text: 'Its header still says it has 0 records, but its files hold data: the program that wrote it stopped before closing the store, so none of the records were published. loaderx opens it as an empty store.',
       fix: ['Run the writer again to completion (the store is published only when the writer closes it).'],
     })],
-    [/corrupt/i, () => {
+    ['corrupt', /corrupt/i, () => {
       const rec = /record\s+#?(\d+)/i.exec(msg);
       return {
         kind: 'corrupt',
@@ -76,13 +89,13 @@ export function explain(message, ctx = {}) {
         fix: ['Rebuild the store from its source data.', 'If it was copied, copy it again and compare the file sizes: a truncated or partial copy looks like this.'],
       };
     }],
-    [/bad format|not a (zrecord )?store|invalid (header|schema)|bad header|magic|schema/i, () => ({
+    ['badformat', /bad format|not a (zrecord )?store|invalid (header|schema)|bad header|magic|schema/i, () => ({
       kind: 'badformat',
       title: 'This is not a readable zrecord store',
       text: `The files were found, but meta.zr does not hold a valid store header: ${msg}`,
       fix: ['Check the URL points at the store directory (the one holding meta.zr and data.zr).', 'The store may be damaged or written by an incompatible tool.'],
     })],
-    [/\b404\b|not found|no such/i, () => ({
+    ['notfound', /\b404\b|not found|no such/i, () => ({
       kind: 'notfound',
       title: 'No store at this address',
       text: ctx.local ? 'The chosen folder does not hold a store.' : `${host || 'The server'} answered "not found" (404) for the store's files.`,
@@ -90,22 +103,21 @@ export function explain(message, ctx = {}) {
         : ['Check the URL: it must name the store directory (the folder holding meta.zr and data.zr), e.g. https://host/stores/train/.',
           'A zstd_dict store also needs its dict.zr.'],
     })],
-    [/\b403\b|forbidden|denied|\b401\b|unauthori[sz]ed/i, () => ({
+    ['forbidden', /\b403\b|forbidden|denied|\b401\b|unauthori[sz]ed/i, () => ({
       kind: 'forbidden',
       title: 'The server refused access to the store',
       text: `${host || 'The server'} answered "forbidden" (403/401).`,
       fix: ['Make the files readable to this client (bucket policy, file permissions).', 'A signed URL may have expired: get a fresh one.'],
     })],
-    [/busy/i, () => ({
+    ['busy', /busy/i, () => ({
       kind: 'busy',
       title: 'The store is being written',
       text: 'A writer holds the store open, so it cannot be read yet.',
       fix: ['Wait for the writer to finish, then reopen.'],
     })],
   ];
-  for (const [re, make] of rules) {
-    if (re.test(msg)) return { ...make(), message: msg };
-  }
+  const rule = rules.find(([k]) => k === kind) || rules.find(([, re]) => re.test(msg));
+  if (rule) return { ...rule[2](), message: msg };
   return {
     kind: 'other',
     title: 'The store could not be read',

@@ -1,7 +1,7 @@
 // The network panel: the reader's live counters (requests, bytes fetched,
 // cache hits, …), operations in flight, and the last errors.
 
-import { h, fmtBytes, fmtInt } from './dom.js';
+import { h, setChildren, fmtBytes, fmtInt } from './dom.js';
 
 const MAX_ERRORS = 8;
 
@@ -12,6 +12,11 @@ function pick(stats, ...names) {
     if (key !== undefined && typeof stats[key] === 'number') return [key, stats[key]];
   }
   return [null, null];
+}
+
+/** metaRequests -> "meta requests". */
+function words(key) {
+  return key.replace(/([a-z])([A-Z])/g, '$1 $2').replace(/_/g, ' ').toLowerCase();
 }
 
 export class NetworkPanel {
@@ -52,19 +57,19 @@ export class NetworkPanel {
     };
     const tiles = [
       tile('requests', ['requests', 'requestcount', 'fetches']),
-      tile('bytes fetched', ['bytesfetched', 'bytes', 'fetchedbytes', 'bytesread']),
-      tile('cache hits', ['cachehits', 'hits']),
-      tile('records decoded', ['recordsdecoded', 'records', 'decoded']),
+      tile('bytes fetched', ['bytesfetched', 'bytes', 'fetchedbytes', 'bytesread'], fmtBytes),
+      tile('cache hits', ['cachehits', 'pagehits', 'hits']),
+      tile('cache misses', ['cachemisses', 'pagemisses', 'misses']),
     ];
     const rest = Object.entries(s).filter(([k, v]) => !used.has(k) && (typeof v === 'number' || typeof v === 'string'));
-    this.el.replaceChildren(
+    setChildren(this.el,
       h('div.card-head',
         h('h2', 'Network'),
         h('span.muted', h(`span.busy-dot${this.inflight ? '.on' : ''}`), this.inflight ? `${this.inflight} in flight` : 'idle')),
       h('div.net-grid#net-stats', tiles),
-      rest.length ? h('dl.kv', { style: { marginTop: '8px' } }, rest.map(([k, v]) => [h('dt', k), h('dd', /bytes/i.test(k) ? fmtBytes(v) : typeof v === 'number' ? fmtInt(v) : v)])) : null,
+      rest.length ? h('p.note.net-rest', rest.map(([k, v], i) => [i ? ' · ' : '', `${words(k)} `, h('b', /bytes/i.test(k) ? fmtBytes(v) : typeof v === 'number' ? fmtInt(v) : v)])) : null,
       this.source ? h('p.note', this.source) : null,
-      this.errors.length ? h('ul.errors#net-errors', this.errors.map((e) => h('li', h('time', e.at.toLocaleTimeString()), e.message))) : null,
+      this.errors.length ? h('ul.errors#net-errors', this.errors.map((e) => h('li', h('time', e.at.toLocaleTimeString('en-GB')), e.message))) : null,
     );
   }
 }

@@ -2,7 +2,7 @@
 // histogram of record sizes, from all locations of a small store or an even
 // sample of a large one.
 
-import { h, fmtBytes, fmtInt, fmtShape, fmtRatio, drawHistogram, histogram } from './dom.js';
+import { h, setChildren, fmtBytes, fmtInt, fmtShape, fmtRatio, drawHistogram, histogram } from './dom.js';
 import { isAbort } from './client.js';
 
 const ALL_LOCS = 32768; // read every location up to this many records
@@ -50,8 +50,17 @@ export class Overview {
     this.sample = null;
     this.renderGlance();
     this.sizesEl.hidden = summary.len === 0;
-    this.sizesEl.replaceChildren(h('h2', 'Record sizes'), h('div.spinner', 'Reading record locations…'));
+    setChildren(this.sizesEl, h('h2', 'Record sizes'), h('div.spinner', 'Reading record locations…'));
     this.loadSample();
+  }
+
+  /** New file sizes from info() (data.zr's is known after the first read). */
+  refreshFiles(info) {
+    const files = fileSizes(info, this.files);
+    if (files['data.zr'] === this.files['data.zr']) return;
+    this.files = files;
+    this.summary.info = info;
+    this.renderGlance();
   }
 
   async loadSample() {
@@ -79,7 +88,7 @@ export class Overview {
       this.sample = { stored, decoded, exact: n <= ALL_LOCS };
     } catch (e) {
       if (isAbort(e)) return;
-      this.sizesEl.replaceChildren(h('h2', 'Record sizes'), h('p.note', `Could not read record locations: ${e.message}`));
+      setChildren(this.sizesEl, h('h2', 'Record sizes'), h('p.note', `Could not read record locations: ${e.message}`));
       return;
     }
     this.renderGlance();
@@ -92,7 +101,7 @@ export class Overview {
     const kv = [];
     const row = (k, ...v) => kv.push(h('dt', k), h('dd', { dataset: { field: k } }, ...v));
     row('kind', h('span.pill', s.kind === 'dense' ? 'Dense' : 'Ragged'),
-      h('span.muted', s.kind === 'dense' ? ' every record one shape' : ' each record its own shape'));
+      h('span.muted', s.kind === 'dense' ? ' one shape' : ' shape per record'));
     row('dtype', h('code#dtype', s.dtype), h('span.muted', ` ${describeDtype(s.dtype)}`));
     row('item shape', s.kind === 'dense' ? h('code#item-shape', fmtShape(s.itemShape)) : h('span.muted#item-shape', 'per record'));
     row('codec', h('code#codec', s.codec));
@@ -114,7 +123,7 @@ export class Overview {
       row('logical size', h('span.muted', '…'));
     }
     this.glanceEl.hidden = false;
-    this.glanceEl.replaceChildren(
+    setChildren(this.glanceEl,
       h('h2', 'Store'),
       h('div.store-name', { title: this.name }, this.name),
       h('dl.kv', kv),
@@ -136,7 +145,7 @@ export class Overview {
     }, b)));
     const min = Math.min(...xs);
     const max = Math.max(...xs);
-    this.sizesEl.replaceChildren(
+    setChildren(this.sizesEl,
       h('div.card-head', h('h2', 'Record sizes'), seg),
       canvas,
       h('p.note', exact ? `all ${fmtInt(xs.length)} records` : `sample of ${fmtInt(xs.length)} of ${fmtInt(this.summary.len)} records (${SAMPLE_CHUNKS} evenly spaced runs)`,
@@ -157,7 +166,8 @@ function describeDtype(str) {
 
 /** Anything else info() reports, tucked away. */
 function extraInfo(info) {
-  const flat = flatten(info);
+  const shown = new Set(['url', 'len', 'kind', 'dtype', 'itemShape', 'codec']);
+  const flat = flatten(Object.fromEntries(Object.entries(info || {}).filter(([k]) => !shown.has(k))));
   const keys = Object.keys(flat);
   if (!keys.length) return null;
   return h('details', { style: { marginTop: '8px' } },
@@ -166,6 +176,8 @@ function extraInfo(info) {
 }
 
 function formatInfo(k, v) {
+  if (v == null) return '–';
+  if (ArrayBuffer.isView(v)) return h('code', Array.from(new Uint8Array(v.buffer, v.byteOffset, v.byteLength), (b) => b.toString(16).padStart(2, '0')).join(' '));
   if (typeof v === 'number' && /bytes|size|offset|len/i.test(k) && !/count|records/i.test(k)) return `${fmtInt(v)} (${fmtBytes(v)})`;
   if (Array.isArray(v)) return JSON.stringify(v);
   return String(v);

@@ -2,7 +2,7 @@
 // numbers as statistics, a histogram and a value table, 1-D integers (token
 // ids) as a wrapped list, strings as text, anything else as a hex dump.
 
-import { h, fmtBytes, fmtInt, fmtNum, fmtShape, fmtRatio, drawHistogram } from './dom.js';
+import { h, setChildren, fmtBytes, fmtInt, fmtNum, fmtShape, fmtRatio, drawHistogram } from './dom.js';
 import { typedView, formatItem, isNumeric, isInteger, unravel, hex } from './dtype.js';
 
 const PAGE_VALUES = 200;
@@ -16,8 +16,15 @@ export function imageLayouts(shape, dt) {
   const out = [];
   if (s.length === 2 && s[0] > 0 && s[1] > 0) out.push({ id: 'HW', label: '(H, W) gray', h: s[0], w: s[1], c: 1, planar: true });
   if (s.length === 3) {
-    if ([1, 3, 4].includes(s[0])) out.push({ id: 'CHW', label: s[0] === 1 ? '(1, H, W) gray' : `(${s[0]}, H, W) ${s[0] === 3 ? 'RGB' : 'RGBA'}`, h: s[1], w: s[2], c: s[0], planar: true });
-    if ([1, 3, 4].includes(s[2])) out.push({ id: 'HWC', label: s[2] === 1 ? '(H, W, 1) gray' : `(H, W, ${s[2]}) ${s[2] === 3 ? 'RGB' : 'RGBA'}`, h: s[0], w: s[1], c: s[2], planar: false });
+    const color = (c) => (c === 3 ? 'RGB' : 'RGBA');
+    if ([1, 3, 4].includes(s[0])) out.push({ id: 'CHW', label: s[0] === 1 ? '(1, H, W) gray' : `(${s[0]}, H, W) ${color(s[0])}`, h: s[1], w: s[2], c: s[0], planar: true });
+    if ([1, 3, 4].includes(s[2])) out.push({ id: 'HWC', label: s[2] === 1 ? '(H, W, 1) gray' : `(H, W, ${s[2]}) ${color(s[2])}`, h: s[0], w: s[1], c: s[2], planar: false });
+    // Each channel alone, in gray.
+    for (const base of out.slice()) {
+      for (let ch = 0; base.c > 1 && ch < base.c; ch++) {
+        out.push({ ...base, id: `${base.id}:${ch}`, label: `channel ${ch} of ${base.id} (gray)`, channel: ch });
+      }
+    }
   }
   return out.filter((l) => l.h > 0 && l.w > 0 && l.h * l.w <= 64 << 20);
 }
@@ -31,15 +38,16 @@ export function paintImage(canvas, bytes, layout) {
   const img = ctx.createImageData(W, H);
   const px = img.data;
   const plane = H * W;
+  const one = layout.channel ?? (C === 1 ? 0 : null);
   for (let p = 0; p < plane; p++) {
     const at = (ch) => (planar ? bytes[ch * plane + p] : bytes[p * C + ch]);
-    const r = at(0);
     const o = p * 4;
-    if (C === 1) {
+    if (one !== null) {
+      const r = at(one);
       px[o] = px[o + 1] = px[o + 2] = r;
       px[o + 3] = 255;
     } else {
-      px[o] = r;
+      px[o] = at(0);
       px[o + 1] = at(1);
       px[o + 2] = at(2);
       px[o + 3] = C === 4 ? at(3) : 255;
@@ -52,13 +60,14 @@ export function paintImage(canvas, bytes, layout) {
 /** The ways this record can be shown, best first. */
 export function modesFor(shape, dt) {
   const modes = [];
-  if (imageLayouts(shape, dt).length) modes.push('image');
   const rank = shape ? shape.length : 0;
-  if (isInteger(dt) && rank === 1 && dt.size > 1) modes.push('tokens');
+  // A 1-D uint8 record is bytes (text, an encoded file): hex first.
+  if (dt.kind === 'u' && dt.size === 1 && rank === 1) modes.push('hex');
+  if (imageLayouts(shape, dt).length) modes.push('image');
+  if (isInteger(dt) && rank === 1) modes.push('tokens');
   if (isNumeric(dt)) modes.push('values');
-  if (isInteger(dt) && rank === 1 && dt.size === 1) modes.push('tokens');
   if (dt.kind === 'S' || dt.kind === 'U') modes.push('strings');
-  modes.push('hex');
+  if (!modes.includes('hex')) modes.push('hex');
   return modes;
 }
 
@@ -84,11 +93,12 @@ export function renderRecord(el, rec, { dt, loc, n, prefs, onNav }) {
     },
   }, MODE_LABELS[m])));
 
-  el.replaceChildren(
+  setChildren(el,
     h('div.rec-head',
-      h('h3', `Record ${fmtInt(rec.index)}`),
-      h('span.meta', `${fmtShape(shape)} · ${dt.str} (${dt.name})`),
-      h('span.meta', loc ? `${fmtBytes(loc.decoded)} decoded, ${fmtBytes(loc.stored)} stored (${fmtRatio(loc.decoded, loc.stored)})` : `${fmtBytes(bytes.length)}`),
+      h('div.rec-title',
+        h('h3', `Record ${fmtInt(rec.index)}`),
+        h('span.meta#record-shape', `${fmtShape(shape)} · ${dt.str} (${dt.name})`),
+        h('span.meta', loc ? `${fmtBytes(loc.decoded)} decoded, ${fmtBytes(loc.stored)} stored (${fmtRatio(loc.decoded, loc.stored)})` : `${fmtBytes(bytes.length)}`)),
       h('span.nav',
         h('button', { disabled: rec.index <= 0, onclick: () => onNav(rec.index - 1), title: 'Previous record' }, '‹ Prev'),
         h('button', { disabled: rec.index >= n - 1, onclick: () => onNav(rec.index + 1), title: 'Next record' }, 'Next ›'))),
@@ -115,21 +125,21 @@ function renderImage(body, el, bytes, shape, dt, rec, prefs) {
   canvas.style.width = `${layout.w * scale * fit}px`;
   canvas.style.height = `${layout.h * scale * fit}px`;
   const select = layouts.length > 1
-    ? h('label', 'Layout ', h('select#layout-select', {
+    ? h('select#layout-select', {
       onchange: (e) => {
         prefs.layout = e.target.value;
         renderImage(body, el, bytes, shape, dt, rec, prefs);
       },
-    }, layouts.map((l) => h('option', { value: l.id, selected: l.id === layout.id }, l.label))))
+    }, layouts.map((l) => h('option', { value: l.id, selected: l.id === layout.id }, l.label)))
     : h('span.muted', layout.label);
   const s = rec.summary;
-  body.replaceChildren(
+  setChildren(body,
     h('div.image-wrap',
       h('div.image-box', canvas),
       h('div',
         h('dl.kv',
           h('dt', 'layout'), h('dd', select),
-          h('dt', 'size'), h('dd', `${layout.w} × ${layout.h} px, ${layout.c} channel${layout.c > 1 ? 's' : ''}`),
+          h('dt', 'size'), h('dd', `${layout.w} × ${layout.h} px, ${layout.c} channel${layout.c > 1 ? 's' : ''}${layout.channel != null ? `, showing ${layout.channel}` : ''}`),
           h('dt', 'zoom'), h('dd', `${(scale * fit).toFixed(scale * fit >= 1 ? 0 : 2)}×`),
           s && [h('dt', 'min / max'), h('dd', `${fmtNum(s.min)} / ${fmtNum(s.max)}`),
             h('dt', 'mean ± std'), h('dd', `${fmtNum(s.mean)} ± ${fmtNum(s.std)}`)]),
@@ -161,10 +171,10 @@ function renderTokens(body, bytes, dt, summary) {
     const to = Math.min(n, from + PAGE_TOKENS);
     const frag = document.createDocumentFragment();
     for (let i = from; i < to; i++) frag.append(h('span', { title: `[${i}]` }, view[i].toString()));
-    list.replaceChildren(frag);
+    setChildren(list, frag);
     pagerControls(pager, page, Math.ceil(n / PAGE_TOKENS), `tokens ${fmtInt(from)}–${fmtInt(to - 1)} of ${fmtInt(n)}`, (p) => { page = p; draw(); });
   };
-  body.replaceChildren(
+  setChildren(body,
     h('p.note', `${fmtInt(n)} ${dt.name} ids`, summary ? ` · min ${fmtNum(summary.min)} · max ${fmtNum(summary.max)} · mean ${fmtNum(summary.mean)}` : ''),
     list, pager);
   draw();
@@ -191,10 +201,10 @@ function renderValues(body, bytes, shape, dt, summary) {
       const idx = shape.length ? `[${unravel(i, shape).join(', ')}]` : '()';
       rows.push(h('tr', h('th', idx), h('td', formatItem(bytes, dt, view, i))));
     }
-    table.replaceChildren(...rows);
+    setChildren(table, ...rows);
     pagerControls(pager, page, Math.ceil(n / PAGE_VALUES), `values ${fmtInt(from)}–${fmtInt(to - 1)} of ${fmtInt(n)}`, (p) => { page = p; draw(); });
   };
-  body.replaceChildren(...parts, table, pager);
+  setChildren(body, ...parts, table, pager);
   draw();
 }
 
@@ -204,7 +214,7 @@ function renderStrings(body, bytes, shape, dt) {
   for (let i = 0; i < Math.min(n, 1000); i++) {
     rows.push(h('tr', h('th', shape.length ? `[${unravel(i, shape).join(', ')}]` : '()'), h('td', { style: { textAlign: 'left' } }, formatItem(bytes, dt, null, i))));
   }
-  body.replaceChildren(h('table.values.strings#values', rows), n > 1000 ? h('p.note', `first 1,000 of ${fmtInt(n)}`) : null);
+  setChildren(body, h('table.values.strings#values', rows), n > 1000 ? h('p.note', `first 1,000 of ${fmtInt(n)}`) : null);
 }
 
 /** Classic 16-bytes-a-line hex dump, paged. */
@@ -221,19 +231,19 @@ export function renderHex(body, bytes) {
       const ascii = Array.from(line, (c) => (c >= 0x20 && c < 0x7f ? String.fromCharCode(c) : '.')).join('');
       frag.append(h('span.off', o.toString(16).padStart(8, '0')), '  ', hex(line).padEnd(47), '  ', h('span.asc', ascii), '\n');
     }
-    pre.replaceChildren(frag);
+    setChildren(pre, frag);
     pagerControls(pager, page, Math.ceil(bytes.length / PAGE_HEX), `bytes ${fmtInt(from)}–${fmtInt(to - 1)} of ${fmtInt(bytes.length)}`, (p) => { page = p; draw(); });
   };
-  body.replaceChildren(pre, pager);
+  setChildren(body, pre, pager);
   draw();
 }
 
 function pagerControls(el, page, pages, label, go) {
   if (pages <= 1) {
-    el.replaceChildren();
+    setChildren(el);
     return;
   }
-  el.replaceChildren(
+  setChildren(el,
     h('button', { disabled: page === 0, onclick: () => go(page - 1) }, '‹'),
     h('span', label),
     h('button', { disabled: page >= pages - 1, onclick: () => go(page + 1) }, '›'),

@@ -4,7 +4,7 @@
 // Past ~600k rows the scrollbar maps proportionally onto the rows, since
 // browsers cap an element's height.
 
-import { h, fmtBytes, fmtInt, fmtRatio, fmtShape } from './dom.js';
+import { h, setChildren, fmtBytes, fmtInt, fmtRatio, fmtShape } from './dom.js';
 import { isAbort } from './client.js';
 
 const ROW = 24; // px, matches --row in style.css
@@ -52,7 +52,7 @@ export class RecordTable {
     this.spacer = h('div.vt-spacer', this.rowsEl);
     this.scroller = h('div.vt-scroll', { tabindex: 0, 'aria-label': 'Records' }, this.spacer);
     this.foot = h('div.vt-foot');
-    this.el.replaceChildren(
+    setChildren(this.el,
       h('div.table-bar', h('h2', 'Records'), this.jump, h('button', { onclick: () => this.jumpGo() }, 'Go')),
       h('div.vt-cols', h('span', 'index'), h('span', 'shape'), h('span', 'stored'), h('span', 'decoded'), h('span', 'ratio')),
       this.scroller,
@@ -174,7 +174,7 @@ export class RecordTable {
       cr.textContent = loc ? fmtRatio(loc.decoded, loc.stored) : '';
       for (const c of [cst, cde, cr]) c.className = loc ? '' : 'pending';
     }
-    this.foot.replaceChildren(
+    setChildren(this.foot,
       h('span', this.n ? `${fmtInt(first)}–${fmtInt(last - 1)} of ${fmtInt(this.n)}` : 'no records'),
       h('span', this.selected >= 0 ? `selected #${fmtInt(this.selected)}` : ''),
     );

@@ -75,19 +75,19 @@ const ops = {
   async stats() {
     return readStats();
   },
+
+  async info() {
+    return summary();
+  },
 };
 
 /** Open a store from a local directory's File objects (no server). */
 async function openFiles(mod, files, options) {
-  const byName = {};
-  for (const f of files) byName[f.name] = f;
-  if (!byName['meta.zr'] || !byName['data.zr']) {
+  const names = new Set(files.map((f) => f.name));
+  if (!names.has('meta.zr') || !names.has('data.zr')) {
     throw new Error('not found: the chosen folder holds no meta.zr and data.zr (pick the store directory itself)');
   }
-  const S = mod.Store;
-  const open = S.openFiles || S.fromFiles || S.openBlobs;
-  if (!open) throw new Error('this build of the wasm reader cannot open local files (Store.openFiles is missing)');
-  return open.call(S, byName['meta.zr'], byName['data.zr'], byName['dict.zr'] ?? null, options);
+  return mod.Store.openFiles(files, options);
 }
 
 function need() {
@@ -243,8 +243,8 @@ self.onmessage = async (ev) => {
     }
     postMessage({ id, ok: true, value }, list);
   } catch (e) {
-    const aborted = ctl.signal.aborted || e?.name === 'AbortError';
-    postMessage({ id, ok: false, error: { message: String(e?.message ?? e), aborted } });
+    const aborted = ctl.signal.aborted || e?.name === 'AbortError' || e?.code === 'Cancelled';
+    postMessage({ id, ok: false, error: { message: String(e?.message ?? e), code: e?.code ?? null, aborted } });
   } finally {
     inflight.delete(id);
     scheduleStats();
