@@ -3,7 +3,7 @@
 
 import { h, setChildren, fmtBytes, fmtInt } from './dom.js';
 import { StoreClient, isAbort } from './client.js';
-import { explain } from './explain.js';
+import { explain, refine } from './explain.js';
 import { parseDtype } from './dtype.js';
 import { Overview } from './overview.js';
 import { RecordTable } from './table.js';
@@ -165,6 +165,8 @@ async function selectRecord(i) {
     if (isAbort(e)) return;
     network.error(e.message);
     setChildren(view, h('div.rec-head', h('h3', `Record ${fmtInt(i)}`)));
+    view.dataset.index = i;
+    view.dataset.mode = 'error';
     showInlineProblem(view, e);
     delete view.dataset.loading;
     return;
@@ -235,8 +237,9 @@ function inlineCode(text) {
   return text.split(/(`[^`]+`)/).map((part) => (part.startsWith('`') ? h('code', part.slice(1, -1)) : part));
 }
 
-function showProblem(e, source) {
-  const x = explanation(e, source);
+async function showProblem(e, source) {
+  const x = await refine(explanation(e, source), { url: source?.url });
+  if (source?.url && state.source !== source) return;
   showOnly('problem');
   setChildren($('#problem'), h('div.problem', { dataset: { kind: x.kind } },
     h('h1#problem-title', x.title),
@@ -253,6 +256,7 @@ function showInlineProblem(el, e) {
   const x = explanation(e, state.source);
   el.append(h('div.inline-problem', { dataset: { kind: x.kind } },
     h('b', x.title), h('p', { style: { margin: '4px 0 0' } }, x.text), h('ul', x.fix.map((f) => h('li', inlineCode(f)))),
+    x.kind === 'changed' && state.source ? h('button', { onclick: () => openSource(state.source, state.selected) }, 'Reopen the store') : null,
     h('p.raw.note', `Reader said: ${x.message}`)));
 }
 

@@ -43,11 +43,11 @@ export function explain(err, ctx = {}) {
     ['cors', /cors|cross-origin|access-control/i, () => ({
       kind: 'cors',
       title: 'The server does not allow this page to read the store (CORS)',
-      text: `The store is on ${host || 'another server'}, and this page comes from ${here}. Browsers only let a page read files from another server when that server says so with CORS headers, and ${host || 'this server'} sends none (or the server could not be reached at all).`,
+      text: `The store is on ${host || 'another server'}, and this page comes from ${here}. Browsers only let a page read files from another server when that server says so with CORS headers, and ${host || 'this server'} sends none.`,
       fix: [
         `Add CORS headers on ${host || 'the server'}: Access-Control-Allow-Origin, Access-Control-Allow-Headers: Range, and Access-Control-Expose-Headers: Content-Range, Content-Length, ETag.`,
         'Or serve the stores with `zrecord serve DIR`, which sends them, and open the viewer it serves.',
-        'Check the server is running and the address is right.',
+        'If CORS is set up, check the server sends the files as stored: with Content-Encoding (gzip) the browser cannot decode a byte range and the read fails the same way.',
       ],
       code: [['nginx', NGINX_CORS], ['S3 bucket CORS', S3_CORS]],
     })],
@@ -125,6 +125,39 @@ export function explain(err, ctx = {}) {
     fix: ['Reload the page and try again. If it persists, open the browser console for details.'],
     message: msg,
   };
+}
+
+/**
+ * A fetch that fails in the browser looks the same whether CORS blocked it,
+ * the server is down or the page is https and the store http. Tell them
+ * apart: an opaque (no-cors) request succeeds only if the server answered.
+ */
+export async function refine(x, ctx = {}) {
+  if (x.kind !== 'cors' || !ctx.url) return x;
+  const url = new URL(ctx.url, location.href);
+  if (location.protocol === 'https:' && url.protocol === 'http:') {
+    return {
+      ...x,
+      kind: 'mixed',
+      title: 'The browser blocks http:// stores on an https:// page',
+      text: `This page was loaded over https, so the browser refuses to read ${url.host} over plain http (mixed content).`,
+      fix: ['Serve the store over https, or open the viewer over http (e.g. the one `zrecord serve` starts).'],
+      code: null,
+    };
+  }
+  try {
+    await fetch(new URL('meta.zr', url), { mode: 'no-cors', cache: 'no-store' });
+    return x; // the server answered: it was CORS
+  } catch {
+    return {
+      ...x,
+      kind: 'unreachable',
+      title: `Could not connect to ${url.host}`,
+      text: `No answer from ${url.origin}: the server is not running, the address or port is wrong, or a firewall is in the way.`,
+      fix: ['Check the server is running and the URL is right (http or https, host, port).', 'Start one with `zrecord serve DIR` to serve a local directory of stores.'],
+      code: null,
+    };
+  }
 }
 
 function checkOf(msg) {

@@ -37,6 +37,11 @@ const ops = {
     }
     const options = { signal };
     if (headers && Object.keys(headers).length) options.headers = headers;
+    // Bypass the browser's HTTP cache: revalidating a cached range sends
+    // If-Range, and a file changed on the server then comes back whole (200)
+    // instead of as a range with a new ETag, which the reader reports as
+    // "store changed". The reader keeps its own page cache.
+    if (!files) options.fetch = (input, init) => fetch(input, Object.assign(init || {}, { cache: 'no-store' }));
     const opened = files ? await openFiles(mod, files, options) : await mod.Store.open(url, options);
     if (generation !== openGeneration) {
       opened.free?.();
