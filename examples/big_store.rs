@@ -22,7 +22,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let records: Vec<(Vec<u64>, Vec<u8>)> = (start..end)
             .map(|i| {
                 let len = 8 + i % 64;
-                let bytes = (0..len).flat_map(|j| (((i * 31 + j * 7) % 50_000) as i32).to_le_bytes()).collect();
+                let bytes =
+                    (0..len).flat_map(|j| (((i * 31 + j * 7) % 50_000) as i32).to_le_bytes()).collect();
                 (vec![len], bytes)
             })
             .collect();

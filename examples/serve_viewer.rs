@@ -42,7 +42,11 @@ fn from_disk() -> zrecord::serve::Assets {
     Box::new(move |path: &str| {
         // Only names the embedded set knows (no path tricks), fresh from disk.
         let (_, ty) = embedded(path)?;
-        let file = if let Some(rest) = path.strip_prefix("pkg/") { root.join("pkg").join(rest) } else { root.join("www").join(path) };
+        let file = if let Some(rest) = path.strip_prefix("pkg/") {
+            root.join("pkg").join(rest)
+        } else {
+            root.join("www").join(path)
+        };
         std::fs::read(file).ok().map(|b| (std::borrow::Cow::Owned(b), ty))
     })
 }

@@ -80,7 +80,7 @@ async function openSource(source, index = null) {
   state.openCtl = ctl;
   state.source = source;
   const name = source.url || `${source.name} (local folder)`;
-  network.reset(source.url ? `reading ${source.url}` : `reading local files of ${source.name}`);
+  network.reset();
   showOnly('loading');
   let summary;
   try {

@@ -38,7 +38,7 @@ export function explain(err, ctx = {}) {
       kind: 'nowasm',
       title: 'The viewer was built without its wasm reader',
       text: 'This page loads a small WebAssembly module (pkg/zrecord_bg.wasm) to read stores, and it is missing from this build.',
-      fix: ['Build it: wasm-pack build --target web', 'Then rebuild and restart zrecord (cargo build), so it embeds pkg/.'],
+      fix: ['Build it: `scripts/build-pkg.sh` (wasm-pack build --target web).', 'Then rebuild and restart zrecord (`cargo build`), so it embeds pkg/.'],
     })],
     ['cors', /cors|cross-origin|access-control/i, () => ({
       kind: 'cors',

@@ -25,12 +25,10 @@ export class NetworkPanel {
     this.stats = null;
     this.inflight = 0;
     this.errors = [];
-    this.source = '';
     this.render();
   }
 
-  reset(source) {
-    this.source = source;
+  reset() {
     this.stats = null;
     this.render();
   }
@@ -68,8 +66,7 @@ export class NetworkPanel {
         h('span.muted', h(`span.busy-dot${this.inflight ? '.on' : ''}`), this.inflight ? `${this.inflight} in flight` : 'idle')),
       h('div.net-grid#net-stats', tiles),
       rest.length ? h('p.note.net-rest', rest.map(([k, v], i) => [i ? ' · ' : '', `${words(k)} `, h('b', /bytes/i.test(k) ? fmtBytes(v) : typeof v === 'number' ? fmtInt(v) : v)])) : null,
-      this.source ? h('p.note', this.source) : null,
-      this.errors.length ? h('ul.errors#net-errors', this.errors.map((e) => h('li', h('time', e.at.toLocaleTimeString('en-GB')), e.message))) : null,
+      this.errors.length ? h('ul.errors#net-errors', this.errors.map((e) => h('li', { title: e.message }, h('time', e.at.toLocaleTimeString('en-GB')), e.message))) : null,
     );
   }
 }

@@ -9,14 +9,15 @@ const ALL_LOCS = 32768; // read every location up to this many records
 const SAMPLE_CHUNKS = 16; // else this many evenly spaced runs…
 const SAMPLE_RUN = 256; // …of this many records
 
-/** Sizes of meta.zr / data.zr / dict.zr from info() or what the page knows. */
+/**
+ * Sizes of meta.zr / data.zr / dict.zr: what the page knows (local files,
+ * /api/stores), else info().fileSizes (data is null until a record was read).
+ */
 export function fileSizes(info, known = {}) {
   const sizes = { ...known };
-  const flat = flatten(info);
   for (const file of ['meta', 'data', 'dict']) {
-    if (sizes[`${file}.zr`] != null) continue;
-    const key = Object.keys(flat).find((k) => k.toLowerCase().includes(file) && /size|bytes|len/i.test(k) && typeof flat[k] === 'number');
-    if (key) sizes[`${file}.zr`] = flat[key];
+    const v = info?.fileSizes?.[file];
+    if (sizes[`${file}.zr`] == null && typeof v === 'number') sizes[`${file}.zr`] = v;
   }
   return sizes;
 }
@@ -100,8 +101,7 @@ export class Overview {
     const f = this.files;
     const kv = [];
     const row = (k, ...v) => kv.push(h('dt', k), h('dd', { dataset: { field: k } }, ...v));
-    row('kind', h('span.pill', s.kind === 'dense' ? 'Dense' : 'Ragged'),
-      h('span.muted', s.kind === 'dense' ? ' one shape' : ' shape per record'));
+    row('kind', h('span.pill', { title: s.kind === 'dense' ? 'every record has the same shape' : 'each record carries its own shape' }, s.kind === 'dense' ? 'Dense' : 'Ragged'));
     row('dtype', h('code#dtype', s.dtype), h('span.muted', ` ${describeDtype(s.dtype)}`));
     row('item shape', s.kind === 'dense' ? h('code#item-shape', fmtShape(s.itemShape)) : h('span.muted#item-shape', 'per record'));
     row('codec', h('code#codec', s.codec));

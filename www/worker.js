@@ -20,7 +20,7 @@ async function loadWasm() {
   try {
     mod = await import('./pkg/zrecord.js');
   } catch (e) {
-    throw new Error(`unpublished viewer build: the wasm reader (pkg/zrecord.js) is missing or failed to load (${e.message}). Build it with \`wasm-pack build --target web\`, then rebuild zrecord.`);
+    throw new Error(`unpublished viewer build: the wasm reader (pkg/zrecord.js) is missing or failed to load (${e.message}). Build it with scripts/build-pkg.sh (wasm-pack build --target web), then rebuild zrecord.`);
   }
   await mod.default();
   wasm = mod;
@@ -53,8 +53,7 @@ const ops = {
   },
 
   async locs({ start, count }, signal) {
-    const got = await need().locs(start, count, { signal });
-    return normalizeLocs(got, count);
+    return normalizeLocs(await need().locs(start, count, { signal }), count);
   },
 
   /** Shapes of records (Ragged stores fetch them; Dense know them). */
@@ -62,7 +61,7 @@ const ops = {
     const s = need();
     if (s.kind === 'dense') return indices.map(() => Array.from(s.itemShape, Number));
     const batch = await s.gather(Uint32Array.from(indices), { signal });
-    return splitBatch(batch, indices.length).map((r) => r.shape);
+    return Array.from(batch.shapes, (shape) => Array.from(shape, Number));
   },
 
   /** Whole records, with a summary when numeric (and `summary` asked). */
@@ -102,103 +101,52 @@ function need() {
 
 function summary() {
   const s = store;
-  let info = {};
-  try {
-    info = plain(s.info());
-  } catch {
-    info = {};
-  }
   return {
     len: Number(s.len),
     kind: s.kind,
     dtype: s.dtype,
     itemShape: s.itemShape == null ? null : Array.from(s.itemShape, Number),
     codec: s.codec,
-    info,
+    info: s.info(),
   };
 }
 
-/** Per-record stored and decoded lengths, as two Float64Arrays. */
+/** Per-record stored and decoded lengths (`locs` gives {offset, phys, logic}). */
 function normalizeLocs(got, count) {
-  got = plain(got);
-  const stored = new Float64Array(count);
-  const decoded = new Float64Array(count);
-  if (Array.isArray(got)) {
-    got.forEach((l, i) => {
-      stored[i] = Number(l.stored ?? l.phys ?? l.physLength ?? l[0]);
-      decoded[i] = Number(l.decoded ?? l.logic ?? l.logicLength ?? l[1]);
-    });
-    return transfer({ stored, decoded }, [stored.buffer, decoded.buffer]);
-  }
-  const st = got.stored ?? got.phys ?? got.physLength;
-  const de = got.decoded ?? got.logic ?? got.logicLength;
-  for (let i = 0; i < count && i < st.length; i++) {
-    stored[i] = Number(st[i]);
-    decoded[i] = Number(de[i]);
-  }
+  const stored = Float64Array.from(got.phys.subarray(0, count));
+  const decoded = Float64Array.from(got.logic.subarray(0, count));
   return transfer({ stored, decoded }, [stored.buffer, decoded.buffer]);
 }
 
-/** A gather result as one {shape, bytes: ArrayBuffer} per record. */
-function splitBatch(batch, n) {
-  const b = plain(batch);
+/**
+ * A gather result as one {shape, bytes: ArrayBuffer} per record. Dense:
+ * {data, shape} with data a TypedArray of `shape` = [n, ...itemShape];
+ * Ragged: {values, offsets, shapes}, record k being
+ * values.subarray(offsets[k], offsets[k + 1]) of shape shapes[k].
+ */
+function splitBatch(b, n) {
   if (b.data !== undefined) {
     const bytes = asBytes(b.data);
-    const shape = Array.from(b.shape, Number);
     const row = n ? bytes.byteLength / n : 0;
-    return Array.from({ length: n }, (_, k) => ({
-      shape: shape.slice(1),
-      bytes: bytes.slice(k * row, (k + 1) * row).buffer,
-    }));
+    const shape = Array.from(b.shape, Number).slice(1);
+    return Array.from({ length: n }, (_, k) => ({ shape, bytes: bytes.slice(k * row, (k + 1) * row).buffer }));
   }
   const values = asBytes(b.values);
-  const offsets = Array.from(b.offsets, Number);
-  const shapes = normalizeShapes(b.shapes, n);
-  // Offsets may count bytes, elements of `values`, or dtype items.
-  const last = offsets[n] ?? offsets[offsets.length - 1] ?? 0;
-  const unit = last === values.byteLength ? 1
-    : b.values.BYTES_PER_ELEMENT && last * b.values.BYTES_PER_ELEMENT === values.byteLength ? b.values.BYTES_PER_ELEMENT
-    : dtype.itemsize;
+  const unit = b.values.BYTES_PER_ELEMENT;
   return Array.from({ length: n }, (_, k) => ({
-    shape: shapes[k],
-    bytes: values.slice(offsets[k] * unit, offsets[k + 1] * unit).buffer,
+    shape: Array.from(b.shapes[k], Number),
+    bytes: values.slice(b.offsets[k] * unit, b.offsets[k + 1] * unit).buffer,
   }));
 }
 
-function normalizeShapes(shapes, n) {
-  if (!shapes) return Array.from({ length: n }, () => null);
-  const arr = Array.from(shapes);
-  if (arr.length === n && arr.every((s) => s != null && typeof s === 'object')) {
-    return arr.map((s) => Array.from(s, Number));
-  }
-  throw new Error('unexpected shapes layout from the wasm reader');
-}
-
-function asBytes(data) {
-  if (data instanceof Uint8Array) return data;
-  if (ArrayBuffer.isView(data)) return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
-  if (data instanceof ArrayBuffer) return new Uint8Array(data);
-  throw new Error('unexpected record data from the wasm reader');
-}
-
-/** wasm-bindgen may hand back Maps or objects with getters; make them plain. */
-function plain(v) {
-  if (v instanceof Map) return Object.fromEntries([...v].map(([k, x]) => [k, plain(x)]));
-  if (typeof v === 'bigint') return Number(v);
-  if (Array.isArray(v)) return v.map(plain);
-  if (v && typeof v === 'object' && !ArrayBuffer.isView(v) && !(v instanceof ArrayBuffer)) {
-    if (typeof v.toJSON === 'function') return plain(v.toJSON());
-    const o = {};
-    for (const k of Object.keys(v)) o[k] = plain(v[k]);
-    return o;
-  }
-  return v;
+function asBytes(view) {
+  return new Uint8Array(view.buffer, view.byteOffset, view.byteLength);
 }
 
 function readStats() {
   if (!store) return null;
   try {
-    return plain(store.stats());
+    return store.stats();
   } catch {
     return null;
   }
