@@ -156,13 +156,22 @@ function postStats() {
   postMessage({ type: 'stats', stats: readStats(), inflight: inflight.size });
 }
 
+// Counters go to the page every 250 ms while requests are in flight, so a
+// long read shows its progress, and at once when the last one ends (before
+// its answer, so the page never sees an answer with older counters).
 let statsTimer = null;
 function scheduleStats() {
-  if (statsTimer) return;
-  statsTimer = setTimeout(() => {
+  if (!inflight.size) {
+    clearTimeout(statsTimer);
     statsTimer = null;
     postStats();
-  }, 50);
+  } else if (!statsTimer) {
+    statsTimer = setTimeout(() => {
+      statsTimer = null;
+      postStats();
+      if (inflight.size) scheduleStats();
+    }, 250);
+  }
 }
 
 const TRANSFER = Symbol('transfer');
@@ -185,21 +194,22 @@ self.onmessage = async (ev) => {
   const ctl = new AbortController();
   inflight.set(id, ctl);
   scheduleStats();
+  let answer;
+  let list = [];
   try {
     const fn = ops[op];
     if (!fn) throw new Error(`unknown operation ${op}`);
     let value = await fn(args, ctl.signal);
-    let list = [];
     if (value && value[TRANSFER]) {
       list = value[TRANSFER];
       value = value.value;
     }
-    postMessage({ id, ok: true, value }, list);
+    answer = { id, ok: true, value };
   } catch (e) {
     const aborted = ctl.signal.aborted || e?.name === 'AbortError' || e?.code === 'Cancelled';
-    postMessage({ id, ok: false, error: { message: String(e?.message ?? e), code: e?.code ?? null, aborted } });
-  } finally {
-    inflight.delete(id);
-    scheduleStats();
+    answer = { id, ok: false, error: { message: String(e?.message ?? e), code: e?.code ?? null, aborted } };
   }
+  inflight.delete(id);
+  scheduleStats();
+  postMessage(answer, list);
 };
