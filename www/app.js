@@ -325,8 +325,12 @@ function openLocal(entries) {
   }
   state.localStores = stores;
   showWelcome();
-  setChildren($('#local-stores'), h('h2', `In the chosen folder (${stores.length})`),
-    h('div.store-list', stores.map((s) => storeLink(s.name, fmtBytes(s.files.reduce((a, f) => a + f.size, 0)), () => openSource(s)))));
+  // Names relative to the chosen folder, which titles the list.
+  const top = stores[0].name.split('/')[0];
+  const shared = stores.every((s) => s.name.startsWith(`${top}/`));
+  const label = (s) => (shared ? s.name.slice(top.length + 1) : s.name);
+  setChildren($('#local-stores'), h('h2', `In ${shared ? top : 'the chosen folder'} (${stores.length}, on this computer)`),
+    h('div.store-list', stores.map((s) => storeLink(label(s), fmtBytes(s.files.reduce((a, f) => a + f.size, 0)), () => openSource(s)))));
   $('#local-stores').scrollIntoView({ block: 'nearest' });
 }
 
