@@ -40,6 +40,30 @@ pub fn asset_paths() -> impl Iterator<Item = &'static str> {
     FILES.iter().map(|(p, _)| *p)
 }
 
+/// The viewer's address opening `store` (an absolute URL, or a path on the
+/// same server such as `/datasets/train/`), optionally at record `index`:
+/// `viewer_link("http://127.0.0.1:8080/", "/train/", Some(5))` is
+/// `http://127.0.0.1:8080/#url=%2Ftrain%2F&i=5`.
+///
+/// ```
+/// use zrecord::viewer_assets::viewer_link;
+/// assert_eq!(viewer_link("http://127.0.0.1:8080/", "/a b/", None), "http://127.0.0.1:8080/#url=%2Fa%20b%2F");
+/// ```
+pub fn viewer_link(viewer: &str, store: &str, index: Option<u64>) -> String {
+    let mut out = format!("{viewer}#url=");
+    for b in store.bytes() {
+        if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    if let Some(i) = index {
+        out.push_str(&format!("&i={i}"));
+    }
+    out
+}
+
 fn find(path: &str) -> Option<&'static [u8]> {
     FILES.binary_search_by(|(p, _)| (*p).cmp(path)).ok().map(|i| FILES[i].1)
 }
@@ -70,6 +94,14 @@ mod tests {
         assert_eq!(assets("app.js").expect("app.js").1, "text/javascript; charset=utf-8");
         assert!(assets("nope.js").is_none());
         assert!(assets("../Cargo.toml").is_none());
+    }
+
+    #[test]
+    fn links_encode_the_store_url() {
+        assert_eq!(
+            viewer_link("http://h:1/", "http://s/x?y=1&z", Some(7)),
+            "http://h:1/#url=http%3A%2F%2Fs%2Fx%3Fy%3D1%26z&i=7"
+        );
     }
 
     #[test]

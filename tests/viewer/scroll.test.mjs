@@ -95,3 +95,37 @@ test('jumping to a record deep in the store shows it', async () => {
   assert.match(await page.evaluate(() => location.hash), /i=123457/);
   noPageErrors(page);
 });
+
+test('five million rows: the scrollbar reaches every row, only visible blocks are asked for', async () => {
+  await page.goto(env.viewer);
+  const r = await page.evaluate(async () => {
+    const { RecordTable } = await import('./table.js');
+    const calls = [];
+    const client = {
+      locs(start, count) {
+        calls.push([start, count]);
+        return Promise.resolve({ stored: new Float64Array(count).fill(10), decoded: new Float64Array(count).fill(40) });
+      },
+    };
+    document.querySelector('#welcome').hidden = true;
+    const el = document.querySelector('#records');
+    el.hidden = false;
+    new RecordTable(el, client, { len: 5_000_000, kind: 'dense', itemShape: [10] }, () => {}, (e) => { throw e; });
+    const sc = el.querySelector('.vt-scroll');
+    const seen = [];
+    for (const f of [0, 0.5, 1]) {
+      sc.scrollTop = f * (sc.scrollHeight - sc.clientHeight);
+      await new Promise((res) => setTimeout(res, 250));
+      const rows = [...el.querySelectorAll('.vt-row:not([hidden])')];
+      seen.push({ first: Number(rows[0].dataset.index), last: Number(rows[rows.length - 1].dataset.index), ratio: rows[0].children[4].textContent });
+    }
+    return { calls, seen, height: sc.scrollHeight };
+  });
+  assert.ok(r.height <= 15_000_000, `spacer ${r.height}px`);
+  assert.equal(r.seen[0].first, 0);
+  assert.ok(Math.abs(r.seen[1].first - 2_500_000) < 100, `middle starts at ${r.seen[1].first}`);
+  assert.equal(r.seen[2].last, 4_999_999);
+  assert.ok(r.seen.every((s) => s.ratio === '4.00×'));
+  assert.ok(r.calls.length <= 6, `${r.calls.length} location fetches: ${JSON.stringify(r.calls)}`);
+  noPageErrors(page);
+});
