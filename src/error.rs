@@ -56,6 +56,10 @@ pub enum Error {
     #[error("{store}: invalid argument: {why}")]
     InvalidArgument { store: String, why: String },
 
+    /// A `.npy` file that cannot be read or cannot become a store.
+    #[error("{file}: {why}")]
+    Npy { file: String, why: String },
+
     /// zstd's dictionary trainer failed (too few or too uniform samples).
     #[error("dictionary training failed: {why}")]
     DictTraining { why: String },
