@@ -23,6 +23,7 @@ cfg_if::cfg_if! {
         pub mod serve;
         pub mod writer;
         pub mod train;
+        pub mod viewer_assets;
         pub use reader::{Backend, OpenOptions, Store};
         pub use writer::{CreateOptions, Writer};
     }

@@ -1,0 +1,402 @@
+// The viewer's entry point: wires the top bar, the address (#url=…&i=…),
+// local folders, the worker client and the views together.
+
+import { h, setChildren, fmtBytes, fmtInt } from './dom.js';
+import { StoreClient, isAbort } from './client.js';
+import { explain, refine } from './explain.js';
+import { parseDtype } from './dtype.js';
+import { Overview } from './overview.js';
+import { RecordTable } from './table.js';
+import { renderRecord } from './record.js';
+import { BatchView } from './batch.js';
+import { NetworkPanel } from './network.js';
+
+const $ = (sel) => document.querySelector(sel);
+
+const client = new StoreClient();
+const network = new NetworkPanel($('#network'));
+const overview = new Overview($('#overview'), $('#sizes'), client);
+client.onStats((stats, inflight) => network.update(stats, inflight));
+
+const state = {
+  source: null, // {url} or {files, name}
+  summary: null,
+  dt: null,
+  table: null,
+  batch: null,
+  selected: -1,
+  tab: 'record',
+  prefs: {},
+  openCtl: null,
+  recordCtl: null,
+  serverStores: [], // from /api/stores
+  localStores: [], // [{name, files}] from a picked folder
+};
+window.zrecordViewer = { state, client };
+
+// ---------------------------------------------------------------- address
+
+function readHash() {
+  const p = new URLSearchParams(location.hash.slice(1));
+  return { url: p.get('url'), index: p.has('i') ? Number(p.get('i')) : null };
+}
+
+function writeHash(url, index) {
+  const p = new URLSearchParams();
+  if (url) p.set('url', url);
+  if (url && index != null && index >= 0) p.set('i', String(index));
+  const next = p.toString() ? `#${p}` : '';
+  if (location.hash !== next && !(next === '' && location.hash === '')) {
+    history.replaceState(null, '', next || location.pathname + location.search);
+  }
+}
+
+function onHash() {
+  const { url, index } = readHash();
+  if (url && (!state.source || state.source.url !== absolute(url))) {
+    $('#url').value = url;
+    openSource({ url: absolute(url) }, index);
+  } else if (url && index != null && index !== state.selected && state.table) {
+    state.table.select(index, true);
+  } else if (!url && !state.source?.files) {
+    showWelcome();
+  }
+}
+
+function absolute(url) {
+  try {
+    return new URL(url, location.href).href;
+  } catch {
+    return url;
+  }
+}
+
+// ---------------------------------------------------------------- opening
+
+async function openSource(source, index = null) {
+  state.openCtl?.abort();
+  closeStore();
+  const ctl = new AbortController();
+  state.openCtl = ctl;
+  state.source = source;
+  const name = source.url || `${source.name} (local folder)`;
+  network.reset();
+  showOnly('loading');
+  let summary;
+  try {
+    summary = await client.open(source.url ? { url: source.url } : { files: source.files }, ctl.signal);
+  } catch (e) {
+    if (isAbort(e)) return;
+    network.error(e.message);
+    showProblem(e, source);
+    return;
+  }
+  if (state.openCtl !== ctl) return;
+  state.summary = summary;
+  state.dt = parseDtype(summary.dtype);
+  state.prefs = {};
+  document.title = `${source.url ? shortName(source.url) : source.name} · zrecord viewer`;
+  overview.show(summary, { name, known: knownSizes(source) });
+  showOnly('workspace');
+  state.table = new RecordTable($('#records'), client, summary, (i) => selectRecord(i), (e) => network.error(e.message));
+  state.batch = new BatchView($('#batch-view'), client, summary, state.dt, (i) => {
+    setTab('record');
+    state.table.select(i, true);
+  }, (e, el) => showInlineProblem(el, e));
+  if (summary.len === 0) {
+    emptyStore(summary);
+    return;
+  }
+  const start = index != null && index >= 0 && index < summary.len ? index : 0;
+  state.table.select(start, true);
+  setTab(state.tab);
+}
+
+function closeStore() {
+  state.table?.destroy();
+  state.batch?.destroy();
+  state.recordCtl?.abort();
+  overview.destroy();
+  state.table = null;
+  state.batch = null;
+  state.summary = null;
+  state.selected = -1;
+}
+
+function knownSizes(source) {
+  if (source.files) return Object.fromEntries(source.files.map((f) => [f.name, f.size]));
+  const hit = state.serverStores.find((s) => absolute(s.url) === source.url);
+  return hit ? { ...hit.files } : {};
+}
+
+function shortName(url) {
+  const parts = new URL(url).pathname.split('/').filter(Boolean);
+  return parts[parts.length - 1] || new URL(url).host;
+}
+
+function emptyStore(summary) {
+  setChildren($('#record-view'), h('div.inline-problem#empty-store',
+    h('b', 'This store has no records.'),
+    h('p', `Its header publishes 0 records${summary.info && Object.keys(summary.info).length ? '' : ''}. If you expected data, the writer may have stopped before closing the store (an unpublished build), or the store is still being written.`)));
+  setChildren($('#batch-view'));
+}
+
+// ---------------------------------------------------------------- records
+
+async function selectRecord(i) {
+  state.selected = i;
+  if (state.source?.url) writeHash(readHash().url || state.source.url, i);
+  if (state.tab === 'batch') state.batch.show(i);
+  state.recordCtl?.abort();
+  const ctl = new AbortController();
+  state.recordCtl = ctl;
+  const view = $('#record-view');
+  // Keep the old record on screen while the next one arrives (no flicker
+  // when stepping), but say that it is loading.
+  view.dataset.loading = String(i);
+  let recs;
+  let loc = state.table?.loc(i);
+  try {
+    const locs = loc ? null : client.locs(i, 1, ctl.signal).catch(() => null);
+    recs = await client.records([i], { summary: true, signal: ctl.signal });
+    const l = await locs;
+    if (l) loc = { stored: l.stored[0], decoded: l.decoded[0] };
+  } catch (e) {
+    if (isAbort(e)) return;
+    network.error(e.message);
+    setChildren(view, h('div.rec-head', h('h3', `Record ${fmtInt(i)}`)));
+    view.dataset.index = i;
+    view.dataset.mode = 'error';
+    showInlineProblem(view, e);
+    delete view.dataset.loading;
+    return;
+  }
+  if (state.recordCtl !== ctl) return;
+  delete view.dataset.loading;
+  // data.zr's size is known once a record was read from it.
+  if (overview.files && overview.files['data.zr'] == null) client.info().then((s) => overview.refreshFiles(s.info), () => {});
+  renderRecord(view, recs[0], {
+    dt: state.dt,
+    loc,
+    n: state.summary.len,
+    prefs: state.prefs,
+    onNav: (j) => state.table.select(j, 'nearest'),
+  });
+}
+
+function setTab(tab) {
+  state.tab = tab;
+  for (const b of document.querySelectorAll('.tabs button')) b.classList.toggle('active', b.dataset.tab === tab);
+  $('#record-view').hidden = tab !== 'record';
+  $('#batch-view').hidden = tab !== 'batch';
+  if (tab === 'batch' && state.batch && state.summary?.len) state.batch.show(Math.max(0, state.selected));
+}
+
+for (const b of document.querySelectorAll('.tabs button')) b.addEventListener('click', () => setTab(b.dataset.tab));
+
+// ---------------------------------------------------------------- panels
+
+function showOnly(what) {
+  const workspace = what === 'workspace' || what === 'loading';
+  $('#welcome').hidden = what !== 'welcome';
+  $('#problem').hidden = what !== 'problem';
+  $('#records').hidden = !workspace;
+  $('#detail').hidden = !workspace;
+  if (what !== 'workspace') {
+    $('#overview').hidden = true;
+    $('#sizes').hidden = true;
+  }
+  if (what === 'loading') {
+    setChildren($('#records'), h('div.spinner', { style: { padding: '20px' } }, 'Opening store…'));
+    setChildren($('#record-view'));
+    setChildren($('#batch-view'));
+  }
+}
+
+function showWelcome() {
+  state.openCtl?.abort();
+  closeStore();
+  state.source = null;
+  document.title = 'zrecord viewer';
+  showOnly('welcome');
+}
+
+function explanation(e, source) {
+  return explain(e, { url: source?.url, local: !!source?.files });
+}
+
+function fixList(x) {
+  return [
+    h('ul', x.fix.map((f) => h('li', inlineCode(f)))),
+    (x.code || []).map(([label, code]) => [h('div.note', label), h('pre', code)]),
+  ];
+}
+
+/** `backticks` in fix text become <code>. */
+function inlineCode(text) {
+  return text.split(/(`[^`]+`)/).map((part) => (part.startsWith('`') ? h('code', part.slice(1, -1)) : part));
+}
+
+async function showProblem(e, source) {
+  const x = await refine(explanation(e, source), { url: source?.url });
+  if (source?.url && state.source !== source) return;
+  showOnly('problem');
+  setChildren($('#problem'), h('div.problem', { dataset: { kind: x.kind } },
+    h('h1#problem-title', x.title),
+    h('p#problem-text', x.text),
+    h('h3', 'How to fix it'),
+    fixList(x),
+    source?.url ? h('p', 'Store: ', h('code', source.url)) : null,
+    h('p.raw', `Reader said: ${x.message}`),
+    h('p', h('button', { onclick: () => openSource(source) }, 'Try again'), ' ', h('button', { onclick: () => { writeHash(null); showWelcome(); } }, 'Back'))));
+  $('#problem').dataset.kind = x.kind;
+}
+
+function showInlineProblem(el, e) {
+  const x = explanation(e, state.source);
+  el.append(h('div.inline-problem', { dataset: { kind: x.kind } },
+    h('b', x.title), h('p', { style: { margin: '4px 0 0' } }, x.text), h('ul', x.fix.map((f) => h('li', inlineCode(f)))),
+    x.kind === 'changed' && state.source ? h('button', { onclick: () => openSource(state.source, state.selected) }, 'Reopen the store') : null,
+    h('p.raw.note', `Reader said: ${x.message}`)));
+}
+
+// ---------------------------------------------------------------- store lists
+
+function storeLink(label, detail, onclick, href) {
+  return h('a.store-link', { href: href || '#', onclick: (e) => { if (!href) e.preventDefault(); onclick?.(e); } }, h('b', label), h('span', detail));
+}
+
+async function loadServerStores() {
+  let list;
+  try {
+    const r = await fetch('api/stores', { headers: { Accept: 'application/json' } });
+    if (!r.ok || !(r.headers.get('content-type') || '').includes('json')) return;
+    list = await r.json();
+  } catch {
+    return;
+  }
+  if (!Array.isArray(list) || !list.length) return;
+  state.serverStores = list;
+  const sel = $('#store-select');
+  setChildren(sel, h('option', { value: '' }, `Stores on this server (${list.length})`),
+    ...list.map((s) => h('option', { value: absolute(s.url) }, s.path || '(root)')));
+  sel.hidden = false;
+  sel.onchange = () => {
+    if (sel.value) location.hash = `url=${encodeURIComponent(sel.value)}`;
+    sel.value = '';
+  };
+  setChildren($('#server-stores'), h('h2', `On this server (${list.length})`),
+    h('div.store-list', list.map((s) => {
+      const total = Object.values(s.files || {}).reduce((a, b) => a + b, 0);
+      return storeLink(s.path || '(root)', `${fmtBytes(total)}${s.files?.['dict.zr'] != null ? ' · with dictionary' : ''}`, null, `#url=${encodeURIComponent(absolute(s.url))}`);
+    })));
+}
+
+/** Group picked/dropped files into store directories (those holding meta.zr). */
+function groupStores(entries) {
+  const dirs = new Map();
+  for (const { file, path } of entries) {
+    const cut = path.lastIndexOf('/');
+    const dir = cut < 0 ? '' : path.slice(0, cut);
+    if (!dirs.has(dir)) dirs.set(dir, []);
+    dirs.get(dir).push(file);
+  }
+  const stores = [];
+  for (const [dir, files] of dirs) {
+    const names = new Set(files.map((f) => f.name));
+    if (names.has('meta.zr')) {
+      stores.push({ name: dir || files[0].name, files: files.filter((f) => /^(meta|data|dict)\.zr$/.test(f.name)) });
+    }
+  }
+  return stores.sort((a, b) => a.name.localeCompare(b.name));
+}
+
+function openLocal(entries) {
+  const stores = groupStores(entries);
+  if (!stores.length) {
+    showProblem(new Error('not found: no meta.zr in the chosen folder'), { files: [], name: 'folder' });
+    return;
+  }
+  writeHash(null);
+  $('#url').value = '';
+  if (stores.length === 1) {
+    openSource(stores[0]);
+    return;
+  }
+  state.localStores = stores;
+  showWelcome();
+  // Names relative to the chosen folder, which titles the list.
+  const top = stores[0].name.split('/')[0];
+  const shared = stores.every((s) => s.name.startsWith(`${top}/`));
+  const label = (s) => (shared ? s.name.slice(top.length + 1) : s.name);
+  setChildren($('#local-stores'), h('h2', `In ${shared ? top : 'the chosen folder'} (${stores.length}, on this computer)`),
+    h('div.store-list', stores.map((s) => storeLink(label(s), fmtBytes(s.files.reduce((a, f) => a + f.size, 0)), () => openSource(s)))));
+  $('#local-stores').scrollIntoView({ block: 'nearest' });
+}
+
+// ---------------------------------------------------------------- inputs
+
+$('#open-form').addEventListener('submit', (e) => {
+  e.preventDefault();
+  const url = $('#url').value.trim();
+  if (!url) return;
+  const abs = absolute(url);
+  if (state.source?.url === abs) openSource({ url: abs });
+  else location.hash = `url=${encodeURIComponent(url)}`;
+});
+
+$('#dir-input').addEventListener('change', (e) => {
+  const files = [...e.target.files];
+  if (files.length) openLocal(files.map((file) => ({ file, path: file.webkitRelativePath || file.name })));
+  e.target.value = '';
+});
+
+$('.brand').addEventListener('click', (e) => {
+  e.preventDefault();
+  writeHash(null);
+  $('#url').value = '';
+  showWelcome();
+});
+
+// Drag and drop a folder (or the files of one store).
+let dragDepth = 0;
+window.addEventListener('dragenter', (e) => {
+  if (![...(e.dataTransfer?.types || [])].includes('Files')) return;
+  dragDepth++;
+  $('#drop-overlay').hidden = false;
+});
+window.addEventListener('dragleave', () => {
+  dragDepth = Math.max(0, dragDepth - 1);
+  if (!dragDepth) $('#drop-overlay').hidden = true;
+});
+window.addEventListener('dragover', (e) => e.preventDefault());
+window.addEventListener('drop', async (e) => {
+  e.preventDefault();
+  dragDepth = 0;
+  $('#drop-overlay').hidden = true;
+  const items = [...(e.dataTransfer?.items || [])].map((it) => it.webkitGetAsEntry?.()).filter(Boolean);
+  const entries = [];
+  for (const entry of items) await walkEntry(entry, '', entries);
+  if (!entries.length) for (const file of e.dataTransfer.files) entries.push({ file, path: file.name });
+  if (entries.length) openLocal(entries);
+});
+
+async function walkEntry(entry, prefix, out, depth = 0) {
+  const path = prefix ? `${prefix}/${entry.name}` : entry.name;
+  if (entry.isFile) {
+    const file = await new Promise((res, rej) => entry.file(res, rej));
+    out.push({ file, path });
+  } else if (entry.isDirectory && depth < 8) {
+    const reader = entry.createReader();
+    for (;;) {
+      const batch = await new Promise((res, rej) => reader.readEntries(res, rej));
+      if (!batch.length) break;
+      for (const child of batch) await walkEntry(child, path, out, depth + 1);
+    }
+  }
+}
+
+window.addEventListener('hashchange', onHash);
+loadServerStores();
+if (readHash().url) onHash();
+else showWelcome();
