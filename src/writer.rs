@@ -7,6 +7,7 @@
 
 use crate::codec::{compress_append, CompressDict};
 use crate::format::dtype::Element;
+use crate::format::schema::MAX_DENSE_RANK;
 use crate::format::{
     ragged, Codec, DType, Geometry, Header, RecordLoc, Schema, DICT_MAGIC, HEADER_SIZE, MAX_RECORD_BYTES,
     MAX_SCHEMA_LEN, MAX_TAIL, PAGE_SIZE,
@@ -123,7 +124,13 @@ impl Writer {
         let dtype = DType::parse(dtype).map_err(invalid)?;
         let schema = Schema { dtype, geometry };
         let row_bytes = match schema.geometry {
-            Geometry::Dense { .. } => {
+            Geometry::Dense { ref item_shape } => {
+                if item_shape.len() > MAX_DENSE_RANK {
+                    return Err(invalid(format!(
+                        "item_shape has {} dimensions (at most {MAX_DENSE_RANK}, as loaderx)",
+                        item_shape.len()
+                    )));
+                }
                 let row = schema.row_bytes().unwrap_or(u64::MAX);
                 if row == 0 {
                     return Err(invalid("item_shape holds no bytes; records are never empty".into()));
