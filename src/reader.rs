@@ -340,19 +340,37 @@ impl Store {
                 indices.len() * row
             )));
         }
+        let locs = self.dense_locs(indices, row)?;
+        self.read_dense(indices, &locs, row, out)
+    }
+
+    /// Every location of a Dense gather, checked before anything is read or allocated.
+    fn dense_locs(&self, indices: &[u64], row: usize) -> Result<Vec<RecordLoc>> {
         self.info.check_indices(indices)?;
+        indices
+            .iter()
+            .map(|&index| {
+                let loc = self.loc_unchecked(index)?;
+                decode::check_dense_loc(&self.info, index, &loc, row as u64)?;
+                Ok(loc)
+            })
+            .collect()
+    }
+
+    /// Read checked Dense records into `out` (`indices.len() * row` bytes).
+    fn read_dense(&self, indices: &[u64], locs: &[RecordLoc], row: usize, out: &mut [u8]) -> Result<()> {
         if row == 0 || indices.is_empty() {
             return Ok(());
         }
-        let one = |(dst, &index): (&mut [u8], &u64)| -> Result<()> {
-            let loc = self.loc_unchecked(index)?;
-            decode::check_dense_loc(&self.info, index, &loc, row as u64)?;
-            self.read_record(index, &loc, dst)
-        };
+        let one = |((dst, &index), loc): ((&mut [u8], &u64), &RecordLoc)| self.read_record(index, loc, dst);
         if self.parallel(out.len(), indices.len()) {
-            out.par_chunks_mut(row).zip(indices.par_iter()).with_min_len(8).try_for_each(one)
+            out.par_chunks_mut(row)
+                .zip(indices.par_iter())
+                .zip(locs.par_iter())
+                .with_min_len(8)
+                .try_for_each(one)
         } else {
-            out.chunks_mut(row).zip(indices.iter()).try_for_each(one)
+            out.chunks_mut(row).zip(indices.iter()).zip(locs.iter()).try_for_each(one)
         }
     }
 
@@ -387,13 +405,15 @@ impl Store {
     /// As [`Store::gather_into`].
     pub fn gather_dense_batch(&self, indices: &[u64], batch: &mut DenseBatch) -> Result<()> {
         let row = self.row_bytes()?;
+        // Every location is checked before the batch buffer is sized.
+        let locs = self.dense_locs(indices, row)?;
         let item_shape = self.item_shape().unwrap_or(&[]);
         batch.data.resize(indices.len() * row);
         batch.shape.clear();
         batch.shape.push(indices.len() as u64);
         batch.shape.extend_from_slice(item_shape);
         batch.dtype.clone_from(self.dtype());
-        self.gather_into(indices, batch.data.as_mut_slice())
+        self.read_dense(indices, &locs, row, batch.data.as_mut_slice())
     }
 
     /// Gather Ragged records into a new packed batch.
@@ -420,7 +440,7 @@ impl Store {
             .iter()
             .map(|&i| {
                 let loc = self.loc_unchecked(i)?;
-                loc.validate(&self.info.name, i, self.codec(), self.info.header.tail_offset)?;
+                decode::check_record_loc(&self.info, i, &loc)?;
                 Ok(loc)
             })
             .collect::<Result<Vec<_>>>()?;

@@ -31,9 +31,33 @@ pub fn decode_record(
     }
 }
 
-/// Check a Dense record's location against the row width.
-pub fn check_dense_loc(info: &StoreInfo, index: u64, loc: &RecordLoc, row_bytes: u64) -> Result<()> {
+/// Most bytes a zstd frame decodes to per stored byte: the densest encoding is
+/// a 4-byte RLE block (3-byte header, 1 byte) regenerating a full 128 KiB block.
+pub const MAX_ZSTD_EXPANSION: u64 = 32 << 10;
+
+/// Check a record's location before any buffer is sized by its `logic_length`:
+/// the FORMAT.md location rules (`BadFormat`), and that the stored bytes can
+/// decode to that many bytes at all (`CorruptRecord`), so a small frame that
+/// claims 2^31 bytes is refused instead of allocated for.
+pub fn check_record_loc(info: &StoreInfo, index: u64, loc: &RecordLoc) -> Result<()> {
     loc.validate(&info.name, index, info.codec(), info.header.tail_offset)?;
+    let (phys, logic) = (u64::from(loc.phys_length), u64::from(loc.logic_length));
+    if info.codec().is_compressed() && logic > phys * MAX_ZSTD_EXPANSION {
+        return Err(Error::CorruptRecord {
+            store: info.name.clone(),
+            index,
+            why: format!(
+                "a {phys}-byte zstd frame cannot decode to logic_length {logic} \
+                 (zstd expands at most {MAX_ZSTD_EXPANSION}x)"
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// Check a Dense record's location (as [`check_record_loc`]) and its row width.
+pub fn check_dense_loc(info: &StoreInfo, index: u64, loc: &RecordLoc, row_bytes: u64) -> Result<()> {
+    check_record_loc(info, index, loc)?;
     if u64::from(loc.logic_length) != row_bytes {
         return Err(Error::CorruptRecord {
             store: info.name.clone(),
