@@ -436,17 +436,18 @@ fn claim_directory(dir: &Path, name: &str) -> Result<(File, File)> {
     let meta_path = dir.join("meta.zr");
     match std::fs::read_dir(dir) {
         Ok(entries) => {
-            let mut has_meta = false;
+            let (mut has_meta, mut others) = (false, false);
             for entry in entries {
                 let entry = entry.map_err(|e| Error::io(dir, "list", e))?;
                 if entry.file_name() == "meta.zr" {
                     has_meta = true;
                 } else {
-                    return Err(exists());
+                    others = true;
                 }
             }
             if has_meta {
-                // Tell "someone is reading or writing it" apart from "it is just there".
+                // As loaderx: a store that someone is reading or writing is busy,
+                // whatever else its directory holds; one that is just there exists.
                 let f = File::open(&meta_path).map_err(|e| Error::io(&meta_path, "open", e))?;
                 return Err(match f.try_lock() {
                     Err(TryLockError::WouldBlock) => {
@@ -454,6 +455,9 @@ fn claim_directory(dir: &Path, name: &str) -> Result<(File, File)> {
                     }
                     _ => exists(),
                 });
+            }
+            if others {
+                return Err(exists());
             }
         }
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
