@@ -57,6 +57,9 @@ const MAX_OWNED_TABLE: u64 = 256 << 20;
 /// (raw copies are cheap, so they need more work to pay for the hand-off).
 const PAR_BYTES_RAW: usize = 4 << 20;
 const PAR_BYTES_ZSTD: usize = 128 << 10;
+/// Compressed records claiming more decoded bytes than this have their frame
+/// header read and checked before any buffer is sized for them.
+const CHECK_HEADER_ABOVE: u32 = 1 << 20;
 /// Largest dictionary accepted from `dict.zr` (loaderx's largest tier is 1 MiB).
 const MAX_DICT_BYTES: u64 = 64 << 20;
 
@@ -289,6 +292,26 @@ impl Store {
         Error::io(self.dir.join(file), "read", e)
     }
 
+    /// Before a big compressed record is allocated for, check that its frame
+    /// declares the size its location claims (one small read).
+    fn check_big_frame(&self, index: u64, loc: &RecordLoc) -> Result<()> {
+        if !self.codec().is_compressed() || loc.logic_length <= CHECK_HEADER_ABOVE {
+            return Ok(());
+        }
+        let len = (loc.phys_length as usize).min(decode::ZSTD_MAX_HEADER);
+        let mut buf = [0u8; decode::ZSTD_MAX_HEADER];
+        let head = match self.data.slice(loc.offset, len) {
+            Some(s) => s,
+            None => {
+                self.data
+                    .read_exact_at(loc.offset, &mut buf[..len])
+                    .map_err(|e| self.io_err("data.zr", e))?;
+                &buf[..len]
+            }
+        };
+        decode::check_frame_header(&self.info, index, loc, head)
+    }
+
     /// Read and decode one record whose location is validated into `dst`.
     fn read_record(&self, index: u64, loc: &RecordLoc, dst: &mut [u8]) -> Result<()> {
         let phys = loc.phys_length as usize;
@@ -352,6 +375,7 @@ impl Store {
             .map(|&index| {
                 let loc = self.loc_unchecked(index)?;
                 decode::check_dense_loc(&self.info, index, &loc, row as u64)?;
+                self.check_big_frame(index, &loc)?;
                 Ok(loc)
             })
             .collect()
@@ -441,6 +465,7 @@ impl Store {
             .map(|&i| {
                 let loc = self.loc_unchecked(i)?;
                 decode::check_record_loc(&self.info, i, &loc)?;
+                self.check_big_frame(i, &loc)?;
                 Ok(loc)
             })
             .collect::<Result<Vec<_>>>()?;
