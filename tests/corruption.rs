@@ -553,6 +553,15 @@ mod cases {
         c.set_loc(6, RecordLoc { logic_length: 1 << 31, ..loc });
         c.expect(At::Record(6), Corrupt, "zstd frame cannot decode to logic_length 2147483648")
     }
+    /// A claim big enough to be checked against the frame header before any
+    /// buffer is sized for it.
+    pub fn logic_length_2_mib_other_frame() -> Case {
+        let c = Case::of(RAGGED_ZSTD);
+        let k = (0..200).find(|&i| c.loc(i).phys_length >= 64).unwrap();
+        let loc = c.loc(k);
+        c.set_loc(k, RecordLoc { logic_length: 2 << 20, ..loc });
+        c.expect(At::Record(k), Corrupt, "bytes, location says 2097152")
+    }
     pub fn frame_magic_damaged() -> Case {
         let c = Case::of(ZSTD);
         let loc = c.loc(4);
@@ -700,11 +709,26 @@ cases! {
     location_past_tail, location_offset_wraps, location_ragged_past_tail, raw_phys_ne_logic,
     raw_ragged_phys_ne_logic, logic_length_zero, logic_length_over_2_pow_31, logic_length_u32_max_raw,
     phys_length_zero,
-    logic_length_2_pow_31_small_frame, frame_magic_damaged, frame_block_damaged, frame_cut_short,
+    logic_length_2_pow_31_small_frame, logic_length_2_mib_other_frame, frame_magic_damaged, frame_block_damaged, frame_cut_short,
     frame_declares_other_size, ragged_frame_declares_other_size, dict_frame_damaged,
     dict_frame_declares_other_size, dense_width_zstd, dense_width_raw,
     ragged_rank_too_big, ragged_prefix_leaves_no_payload, ragged_payload_size_mismatch,
     ragged_payload_size_overflows, ragged_zstd_bad_prefix, ragged_zstd_empty_prefix,
+}
+
+/// The frame-header parser the reader uses before allocating agrees with C zstd.
+#[test]
+fn declared_frame_sizes_match_c_zstd() {
+    use zrecord::format::decode::{zstd_declared_size, ZSTD_MAX_HEADER};
+    for len in [1usize, 255, 256, 300, 65791, 65792, 1 << 20] {
+        let frame = zstd::bulk::compress(&vec![7u8; len], 3).unwrap();
+        let head = &frame[..frame.len().min(ZSTD_MAX_HEADER)];
+        assert_eq!(zstd_declared_size(head), Ok(Some(len as u64)), "{len}");
+        assert_eq!(zstd::zstd_safe::get_frame_content_size(&frame).ok(), Some(Some(len as u64)));
+    }
+    assert!(zstd_declared_size(&[0x28, 0xB5, 0x2F]).is_err());
+    assert!(zstd_declared_size(&[0x28, 0xB5, 0x2F, 0xFD, 0xC0, 1, 2]).is_err(), "cut short");
+    assert_eq!(zstd_declared_size(&[0x28, 0xB5, 0x2F, 0xFD, 0x00, 0x50]), Ok(None));
 }
 
 #[test]
