@@ -91,15 +91,13 @@ thread_local! {
     static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
 }
 
-fn open_file(store: &str, dir: &Path, name: &str) -> Result<Option<File>> {
+/// `None` when the file does not exist (the `Io` error names the file's path).
+fn open_file(dir: &Path, name: &str) -> Result<Option<File>> {
     let path = dir.join(name);
     match File::open(&path) {
         Ok(f) => Ok(Some(f)),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(Error::io(path, "open", e)).map_err(|e| {
-            let _ = store;
-            e
-        }),
+        Err(e) => Err(Error::io(path, "open", e)),
     }
 }
 
@@ -133,7 +131,7 @@ impl Store {
         if !dir.is_dir() {
             return Err(Error::NotFound { store: name, what: "no such store directory".into() });
         }
-        let Some(meta_file) = open_file(&name, &dir, "meta.zr")? else {
+        let Some(meta_file) = open_file(&dir, "meta.zr")? else {
             return Err(Error::NotFound { store: name, what: "meta.zr is missing".into() });
         };
         if options.lock {
@@ -145,10 +143,10 @@ impl Store {
                 Err(TryLockError::Error(e)) => return Err(Error::io(dir.join("meta.zr"), "lock", e)),
             }
         }
-        let Some(data_file) = open_file(&name, &dir, "data.zr")? else {
+        let Some(data_file) = open_file(&dir, "data.zr")? else {
             return Err(Error::BadFormat { store: name, check: "data.zr is missing".into() });
         };
-        let dict_file = open_file(&name, &dir, "dict.zr")?;
+        let dict_file = open_file(&dir, "dict.zr")?;
         let source = |file: &File, which: &str| -> Result<Box<dyn ByteSource>> {
             let path = dir.join(which);
             Ok(match options.backend {

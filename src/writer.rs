@@ -234,7 +234,7 @@ impl Writer {
         let Some(row) = self.row_bytes else {
             return Err(self.invalid("this is a Ragged store; use append_ragged".into()));
         };
-        if rows.len() % row != 0 {
+        if !rows.len().is_multiple_of(row) {
             return Err(self.invalid(format!("{} bytes are not whole rows of {row} bytes", rows.len())));
         }
         let per_window = (WINDOW_BYTES / row).max(1);
@@ -323,7 +323,9 @@ impl Writer {
         let raw_dense = self.codec == Codec::Raw && ragged_records.is_none();
         let chunks = if n >= 16 { (rayon::current_num_threads() * 4).min(n) } else { 1 };
         let per = n.div_ceil(chunks);
-        let encode_chunk = |c: usize| -> std::result::Result<(Vec<u8>, Vec<(u32, u32)>), String> {
+        // One chunk's stored bytes and each record's (phys, logic) lengths.
+        type Encoded = (Vec<u8>, Vec<(u32, u32)>);
+        let encode_chunk = |c: usize| -> std::result::Result<Encoded, String> {
             let mut out = Vec::new();
             let mut lens = Vec::new();
             let mut staged = Vec::new();
