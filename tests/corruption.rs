@@ -716,6 +716,49 @@ cases! {
     ragged_payload_size_overflows, ragged_zstd_bad_prefix, ragged_zstd_empty_prefix,
 }
 
+/// Every single-byte flip inside one zstd frame either fails that record with
+/// `CorruptRecord` naming it, or (loaderx frames carry no checksum) decodes to
+/// other bytes of the right size; never another error, never another record.
+#[test]
+fn every_byte_flip_in_a_frame_stays_in_its_record() {
+    use zrecord::source::memory::MemorySource;
+    for (name, k) in [("dense-f32-zstd", 5u64), ("ragged-i32-tokens-zstd", 7), ("dense-u8-img-zstd_dict", 1)]
+    {
+        let dir = fixtures_dir().join(name);
+        let meta = std::fs::read(dir.join("meta.zr")).unwrap();
+        let data = std::fs::read(dir.join("data.zr")).unwrap();
+        let dict = std::fs::read(dir.join("dict.zr")).ok();
+        let open = |data: Vec<u8>| {
+            let (m, d) = (Box::new(MemorySource::new(meta.clone())), Box::new(MemorySource::new(data)));
+            Store::from_sources(name, m, d, dict.clone()).unwrap()
+        };
+        let pristine = open(data.clone());
+        let all: Vec<u64> = (0..pristine.len()).collect();
+        let want = gather(&pristine, &all).unwrap();
+        let loc = pristine.loc(k).unwrap();
+        let (mut detected, mut undetected) = (0, 0);
+        for at in loc.offset..loc.end() {
+            let mut damaged = data.clone();
+            damaged[at as usize] ^= 0xFF;
+            let store = open(damaged);
+            match store.get(k) {
+                Err(Error::CorruptRecord { index, store: s, .. }) if index == k && s == name => detected += 1,
+                Ok((shape, bytes)) => {
+                    assert_eq!(shape, want[k as usize].0, "{name}: flip at {at} changed the shape");
+                    assert_eq!(bytes.len(), want[k as usize].1.len());
+                    undetected += 1;
+                }
+                Err(e) => panic!("{name}: flip at {at}: {e:?}"),
+            }
+            let others: Vec<u64> = all.iter().copied().filter(|&i| i != k).collect();
+            let got = gather(&store, &others).unwrap();
+            assert!(others.iter().zip(&got).all(|(&i, r)| *r == want[i as usize]), "{name}: flip at {at}");
+        }
+        assert!(detected > 0, "{name}: no flip in record {k}'s frame was detected");
+        eprintln!("{name} record {k}: {detected} flips detected, {undetected} decoded to other bytes");
+    }
+}
+
 /// The frame-header parser the reader uses before allocating agrees with C zstd.
 #[test]
 fn declared_frame_sizes_match_c_zstd() {

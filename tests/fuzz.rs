@@ -147,7 +147,7 @@ fn seeds() -> Vec<(String, Files)> {
     let dict = std::fs::read(fixtures_dir().join("dense-u8-img-zstd_dict/dict.zr")).unwrap();
     let dir = tmp.path().join("ragged-U3-dict");
     let mut w = Writer::create_ragged(&dir, "<U3", CreateOptions::with_dict(dict)).unwrap();
-    let text = vec![0x41u8; 48];
+    let text = [0x41u8; 48];
     w.append_ragged(&[(&[2, 2], &text[..]), (&[], &text[..12]), (&[1], &text[..12])]).unwrap();
     w.close().unwrap();
     out.push(("ours-ragged-U3-dict".into(), read_store(&dir)));
@@ -415,6 +415,9 @@ fn write_cargo_fuzz_corpus() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus/store");
     std::fs::create_dir_all(&dir).unwrap();
     for (name, (meta, data, dict)) in seeds() {
+        if meta.len() + data.len() > 256 << 10 {
+            continue; // libFuzzer works best on small inputs
+        }
         std::fs::write(dir.join(name), join(&meta, &data, dict.as_deref())).unwrap();
     }
 }
