@@ -22,6 +22,8 @@ enum At {
     Open,
     /// The store opens; reading this record fails, every other record reads.
     Record(u64),
+    /// The store opens; every record fails (a dictionary they all need).
+    EveryRecord,
 }
 
 /// The error variant expected.
@@ -163,6 +165,9 @@ fn check_error(case: &Case, err: &Error, what: &str) {
         (Want::BadFormat, At::Open, Error::BadFormat { .. }) => true,
         (Want::BadFormat, At::Record(k), Error::BadFormat { .. }) => msg.contains(&format!("record {k}:")),
         (Want::Corrupt, At::Record(k), Error::CorruptRecord { index, .. }) => *index == k,
+        (Want::Corrupt, At::EveryRecord, Error::CorruptRecord { index, .. }) => {
+            what.ends_with(&format!("({index})"))
+        }
         _ => false,
     };
     assert!(variant_ok, "{what}: expected {:?} at {:?}, got {err:?}", case.want, case.at);
@@ -194,6 +199,13 @@ fn check(case: &Case) {
                 for &i in others.iter().take(5) {
                     let (shape, bytes) = store.get(i).unwrap();
                     assert_eq!((shape, bytes.as_slice().to_vec()), case.records[i as usize]);
+                }
+            }
+            At::EveryRecord => {
+                let store = open(&case.dir, backend).unwrap_or_else(|e| panic!("{what}: open failed: {e}"));
+                for i in 0..store.len() {
+                    let err = store.get(i).expect_err("a record reads");
+                    check_error(case, &err, &format!("{what} get({i})"));
                 }
             }
         }
@@ -347,6 +359,28 @@ mod cases {
         let c = Case::of(RAGGED_ZSTD);
         std::fs::copy(fixtures_dir().join(DICT).join("dict.zr"), c.dir.join("dict.zr")).unwrap();
         c.expect(At::Open, BadFormat, "dict.zr present but codec is zstd")
+    }
+
+    /// Bytes without the dictionary magic load as a raw-content dictionary
+    /// (as in loaderx), which no frame was compressed with.
+    pub fn dict_random_bytes() -> Case {
+        let c = Case::of(DICT);
+        let noise: Vec<u8> = (0..5000u32).map(|i| (i.wrapping_mul(2654435761) >> 13) as u8).collect();
+        std::fs::write(c.dir.join("dict.zr"), noise).unwrap();
+        c.expect(At::EveryRecord, Corrupt, "zstd frame does not decode")
+    }
+    pub fn dict_empty() -> Case {
+        let c = Case::of(RAGGED_ZSTD.replace("zstd", "zstd_dict").as_str());
+        std::fs::write(c.dir.join("dict.zr"), b"").unwrap();
+        c.expect(At::EveryRecord, Corrupt, "zstd frame does not decode")
+    }
+    pub fn dict_tables_damaged() -> Case {
+        let c = Case::of(DICT);
+        let mut dict = std::fs::read(c.dir.join("dict.zr")).unwrap();
+        dict[100] ^= 0xFF;
+        dict[2000] ^= 0xFF;
+        std::fs::write(c.dir.join("dict.zr"), dict).unwrap();
+        c.expect(At::Open, BadFormat, "could not load dict.zr as a dictionary")
     }
 
     // --- Schema ---
@@ -699,7 +733,8 @@ cases! {
     unknown_codec_3, unknown_codec_255,
     location_table_cut, length_one_too_many, length_2_pow_60, length_u64_max, tail_offset_2_pow_63,
     tail_offset_u64_max, data_shorter_than_tail, tail_offset_past_data,
-    data_missing, meta_missing, dict_missing, dict_unexpected_raw, dict_unexpected_zstd,
+    data_missing, meta_missing, dict_missing, dict_unexpected_raw, dict_unexpected_zstd, dict_random_bytes,
+    dict_empty, dict_tables_damaged,
     schema_extra_field, schema_ragged_extra_field, schema_missing_dtype, schema_empty_map,
     schema_not_a_map, schema_dtype_not_a_string, schema_item_shape_nil, schema_item_shape_not_a_list,
     schema_negative_dim, schema_float_dim, schema_string_dim, schema_bool_dim, schema_unknown_dtype,
@@ -799,6 +834,7 @@ fn loaderx_rejects_the_same_damage() {
             let bad = match c.at {
                 At::Open => Value::Null,
                 At::Record(k) => json!(k),
+                At::EveryRecord => json!(0),
             };
             json!({"name": name, "dir": c.dir, "ragged": c.ragged, "bad": bad})
         })
@@ -820,6 +856,7 @@ fn loaderx_rejects_the_same_damage() {
         let ok = match c.at {
             At::Open => r["open"] != "ok",
             At::Record(_) => r["open"] == "ok" && r["bad"] != "ok" && r["others"] == "ok",
+            At::EveryRecord => r["open"] == "ok" && r["bad"] != "ok" && r["others"] != "ok",
         };
         if !ok {
             disagree.push(format!("{name} (we fail at {:?}): loaderx {r}", c.at));
