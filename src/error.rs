@@ -56,6 +56,10 @@ pub enum Error {
     #[error("{store}: invalid argument: {why}")]
     InvalidArgument { store: String, why: String },
 
+    /// A `.npy` file that cannot be read or cannot become a store.
+    #[error("{file}: {why}")]
+    Npy { file: String, why: String },
+
     /// zstd's dictionary trainer failed (too few or too uniform samples).
     #[error("dictionary training failed: {why}")]
     DictTraining { why: String },
@@ -96,7 +100,8 @@ pub enum Error {
 }
 
 impl Error {
-    /// Attach a store name to a core error produced without one.
+    /// An I/O error on `path` during `op` (used by the native drivers).
+    #[allow(dead_code)] // unused when only the pure core is built (wasm32)
     pub(crate) fn io(path: impl Into<PathBuf>, op: &'static str, source: std::io::Error) -> Self {
         Error::Io { path: path.into(), op, source }
     }

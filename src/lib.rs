@@ -10,11 +10,13 @@ pub mod batch;
 pub mod codec;
 pub mod error;
 pub mod format;
+pub mod npy;
 pub mod sampler;
 pub mod source;
 
 cfg_if::cfg_if! {
     if #[cfg(feature = "native")] {
+        pub mod demo;
         pub mod reader;
         pub mod serve;
         pub mod writer;

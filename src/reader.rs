@@ -91,7 +91,7 @@ thread_local! {
     static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
 }
 
-/// `None` when the file does not exist (the `Io` error names the file's path).
+/// Open one file of a store; `None` when it does not exist.
 fn open_file(dir: &Path, name: &str) -> Result<Option<File>> {
     let path = dir.join(name);
     match File::open(&path) {

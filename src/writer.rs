@@ -79,6 +79,12 @@ impl std::fmt::Debug for Writer {
     }
 }
 
+/// One chunk of encoded records: their stored bytes back to back and each
+/// record's `(phys_length, logic_length)`.
+type EncodedChunk = (Vec<u8>, Vec<(u32, u32)>);
+/// A borrowed [`EncodedChunk`], ready to write.
+type EncodedPart<'a> = (&'a [u8], &'a [(u32, u32)]);
+
 /// One Ragged record to append: its shape and payload bytes (C order, the dtype's byte order).
 pub type RecordRef<'a> = (&'a [u64], &'a [u8]);
 
@@ -239,8 +245,14 @@ impl Writer {
         }
         let per_window = (WINDOW_BYTES / row).max(1);
         for window in rows.chunks(per_window * row) {
-            let records: Vec<&[u8]> = window.chunks(row).collect();
-            self.write_window(&records, None)?;
+            if self.codec == Codec::Raw {
+                // Raw rows are already laid out as they are stored: one write, no copy.
+                let lens = vec![(row as u32, row as u32); window.len() / row];
+                self.commit(&[(window, &lens)])?;
+            } else {
+                let records: Vec<&[u8]> = window.chunks(row).collect();
+                self.write_window(&records, None)?;
+            }
         }
         Ok(())
     }
@@ -320,12 +332,9 @@ impl Writer {
         if n == 0 {
             return Ok(());
         }
-        let raw_dense = self.codec == Codec::Raw && ragged_records.is_none();
         let chunks = if n >= 16 { (rayon::current_num_threads() * 4).min(n) } else { 1 };
         let per = n.div_ceil(chunks);
-        // One chunk's stored bytes and each record's (phys, logic) lengths.
-        type Encoded = (Vec<u8>, Vec<(u32, u32)>);
-        let encode_chunk = |c: usize| -> std::result::Result<Encoded, String> {
+        let encode_chunk = |c: usize| -> std::result::Result<EncodedChunk, String> {
             let mut out = Vec::new();
             let mut lens = Vec::new();
             let mut staged = Vec::new();
@@ -339,9 +348,7 @@ impl Writer {
                     }
                     None => rows[k],
                 };
-                let phys = if raw_dense {
-                    logical.len()
-                } else if self.codec == Codec::Raw {
+                let phys = if self.codec == Codec::Raw {
                     out.extend_from_slice(logical);
                     logical.len()
                 } else {
@@ -351,36 +358,32 @@ impl Writer {
             }
             Ok((out, lens))
         };
-        let encoded: Vec<_> = if chunks > 1 && !raw_dense {
+        let encoded: Vec<EncodedChunk> = if chunks > 1 {
             (0..chunks).into_par_iter().map(encode_chunk).collect::<std::result::Result<_, _>>()
         } else {
             (0..chunks).map(encode_chunk).collect::<std::result::Result<_, _>>()
         }
         .map_err(|why| Error::InvalidArgument { store: self.name.clone(), why })?;
+        let parts: Vec<EncodedPart<'_>> = encoded.iter().map(|(b, l)| (b.as_slice(), l.as_slice())).collect();
+        self.commit(&parts)
+    }
 
-        let total: u64 = encoded.iter().flat_map(|(_, l)| l).map(|&(p, _)| u64::from(p)).sum();
+    /// Write encoded parts (stored bytes + per-record lengths) at the data
+    /// tail, then their locations; advance only when both are written.
+    fn commit(&mut self, parts: &[EncodedPart<'_>]) -> Result<()> {
+        let total: u64 = parts.iter().map(|(b, _)| b.len() as u64).sum();
         if self.tail.checked_add(total).is_none_or(|t| t > MAX_TAIL) {
             return Err(Error::StoreFull {
                 store: self.name.clone(),
                 why: format!("data.zr would pass 2^63-1 bytes (at {})", self.tail),
             });
         }
+        let n: usize = parts.iter().map(|(_, l)| l.len()).sum();
         let mut at = self.tail;
         let mut locs = Vec::with_capacity(n * 16);
-        for (c, (bytes, lens)) in encoded.iter().enumerate() {
-            if raw_dense {
-                let first = c * per;
-                for (k, &(phys, _)) in lens.iter().enumerate() {
-                    self.write_data(at, rows[first + k])?;
-                    locs.extend_from_slice(
-                        &RecordLoc { offset: at, phys_length: phys, logic_length: phys }.encode(),
-                    );
-                    at += u64::from(phys);
-                }
-                continue;
-            }
+        for (bytes, lens) in parts {
             self.write_data(at, bytes)?;
-            for &(phys, logic) in lens {
+            for &(phys, logic) in *lens {
                 locs.extend_from_slice(
                     &RecordLoc { offset: at, phys_length: phys, logic_length: logic }.encode(),
                 );

@@ -96,3 +96,15 @@ impl<S: ByteSource + ?Sized> ByteSource for std::sync::Arc<S> {
         (**self).slice(offset, len)
     }
 }
+
+impl<S: ByteSource + ?Sized> ByteSource for Box<S> {
+    fn size(&self) -> u64 {
+        (**self).size()
+    }
+    fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        (**self).read_exact_at(offset, buf)
+    }
+    fn slice(&self, offset: u64, len: usize) -> Option<&[u8]> {
+        (**self).slice(offset, len)
+    }
+}

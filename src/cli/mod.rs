@@ -1,0 +1,99 @@
+//! The command line: one small module per command, sharing [`common`]
+//! (errors, progress bars, output cleanup) and [`records`] (the store a
+//! command reads from, local today and remote later).
+//!
+//! Conventions every command follows:
+//! - results go to stdout, progress bars and warnings to stderr; bars show
+//!   only on a terminal and never with `--quiet`;
+//! - a failure prints `error: <message>` on stderr and exits with status 1
+//!   (2 for a command line clap rejects); `verify` exits 1 when it finds a
+//!   problem;
+//! - a command that creates a store or file refuses an existing output (an
+//!   existing empty directory is accepted for a store, as loaderx does) and,
+//!   when it fails, removes what it created; a store whose build is
+//!   interrupted harder (a kill) keeps the writer's building marker and
+//!   never opens as a valid store;
+//! - a closed stdout (`zrecord checksum s | head`) ends the command quietly.
+
+mod checksum;
+mod common;
+mod demo;
+mod export;
+mod get;
+mod import;
+mod info;
+mod npyfile;
+mod recode;
+mod records;
+mod sample;
+mod train_dict;
+mod values;
+mod verify;
+
+use clap::{Parser, Subcommand};
+use common::{Ctx, Fail};
+use std::io::Write;
+use std::process::ExitCode;
+
+/// Random-access record stores for ML training data (loaderx 2.0.1 format).
+#[derive(Parser, Debug)]
+#[command(name = "zrecord", version, about, max_term_width = 100)]
+struct Cli {
+    /// No progress bars or warnings on stderr (errors are still printed).
+    #[arg(short, long, global = true)]
+    quiet: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Describe a store: geometry, dtype, codec, length and sizes.
+    Info(info::Args),
+    /// SHA-256 of every record's payload, one line per record.
+    Checksum(checksum::Args),
+    /// Rewrite a store with another codec.
+    Recode(recode::Args),
+    /// Print the sampler's index batches, one JSON array per line.
+    Sample(sample::Args),
+    /// Make a store from .npy files.
+    #[command(subcommand)]
+    Import(import::Source),
+    /// Write a store's records to .npy files.
+    Export(export::Args),
+    /// Print records for a quick look.
+    Get(get::Args),
+    /// Decode every record and check every rule of the format.
+    Verify(verify::Args),
+    /// Train a zstd dictionary from a store or a .npy file.
+    TrainDict(train_dict::Args),
+    /// Write small demo stores to try the other commands on.
+    Demo(demo::Args),
+}
+
+/// Parse the command line, run the command, report a failure.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let ctx = Ctx::new(cli.quiet);
+    let result = match cli.command {
+        Command::Info(a) => info::run(&ctx, a),
+        Command::Checksum(a) => checksum::run(&ctx, a),
+        Command::Recode(a) => recode::run(&ctx, a),
+        Command::Sample(a) => sample::run(&ctx, a),
+        Command::Import(a) => import::run(&ctx, a),
+        Command::Export(a) => export::run(&ctx, a),
+        Command::Get(a) => get::run(&ctx, a),
+        Command::Verify(a) => verify::run(&ctx, a),
+        Command::TrainDict(a) => train_dict::run(&ctx, a),
+        Command::Demo(a) => demo::run(&ctx, a),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Fail::BrokenPipe) => ExitCode::SUCCESS,
+        Err(Fail::Reported) => ExitCode::FAILURE,
+        Err(Fail::Msg(message)) => {
+            let _ = writeln!(std::io::stderr(), "error: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
