@@ -38,3 +38,51 @@ pub fn fixtures() -> Vec<FixtureStore> {
 pub fn unpublished() -> Vec<String> {
     manifest::unpublished(&manifest_bytes())
 }
+
+/// The Python with loaderx 2.0.1 that `.ci/install` sets up
+/// (`ZRECORD_LOADERX_PYTHON` overrides it). Panics, never skips, when it is missing.
+pub fn loaderx_python() -> PathBuf {
+    let python = match std::env::var("ZRECORD_LOADERX_PYTHON") {
+        Ok(p) => PathBuf::from(p),
+        Err(_) => {
+            let home = std::env::var("HOME").unwrap_or_else(|_| "/root".into());
+            Path::new(&home).join(".cache/zrecord/venv-loaderx/bin/python")
+        }
+    };
+    assert!(
+        python.exists(),
+        "{} missing: run .ci/install to set up the loaderx 2.0.1 venv",
+        python.display()
+    );
+    python
+}
+
+/// Copy every file of the store at `src` into `dst` (created).
+pub fn copy_store(src: &Path, dst: &Path) {
+    std::fs::create_dir_all(dst).unwrap();
+    for entry in std::fs::read_dir(src).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), dst.join(entry.file_name())).unwrap();
+    }
+}
+
+/// A private copy of fixture `name` in a fresh tempdir (fixtures are never patched in place).
+pub fn fixture_copy(name: &str) -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join(name);
+    copy_store(&fixtures_dir().join(name), &dir);
+    (tmp, dir)
+}
+
+/// Overwrite `bytes` at `offset` of the file at `path` (which must already hold them).
+pub fn patch(path: &Path, offset: u64, bytes: &[u8]) {
+    use std::os::unix::fs::FileExt;
+    let f = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+    assert!(offset + bytes.len() as u64 <= f.metadata().unwrap().len(), "patch past the end of {path:?}");
+    f.write_all_at(bytes, offset).unwrap();
+}
+
+/// Cut the file at `path` to `len` bytes.
+pub fn truncate(path: &Path, len: u64) {
+    std::fs::OpenOptions::new().write(true).open(path).unwrap().set_len(len).unwrap();
+}
