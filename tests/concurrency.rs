@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{fixtures_dir, loaderx_python};
+use common::{fixtures_dir, loaderx_python, run_loaderx};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Command, Stdio};
@@ -280,7 +280,7 @@ fn loaderx(path: &Path, body: &str) -> String {
          def attempt(f):\n    try:\n        r = f()\n        print('ok', r)\n    except Exception as e:\n        \
          print(type(e).__name__ + ':', e)\n{body}\n"
     );
-    let out = Command::new(loaderx_python()).arg("-c").arg(script).arg(path).output().unwrap();
+    let out = run_loaderx([std::ffi::OsStr::new("-c"), script.as_ref(), path.as_os_str()]);
     assert!(out.status.success(), "loaderx snippet failed: {}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8(out.stdout).unwrap()
 }

@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::{fixture_copy, fixtures_dir, loaderx_python, patch, truncate};
+use common::{fixture_copy, fixtures_dir, patch, run_loaderx, truncate};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use zrecord::format::RecordLoc;
@@ -842,12 +842,7 @@ fn loaderx_rejects_the_same_damage() {
     let tmp = tempfile::tempdir().unwrap();
     let list_path = tmp.path().join("cases.json");
     std::fs::write(&list_path, serde_json::to_vec(&list).unwrap()).unwrap();
-    let out = std::process::Command::new(loaderx_python())
-        .arg("-c")
-        .arg(LOADERX_PROBE)
-        .arg(&list_path)
-        .output()
-        .unwrap();
+    let out = run_loaderx([std::ffi::OsStr::new("-c"), LOADERX_PROBE.as_ref(), list_path.as_os_str()]);
     assert!(out.status.success(), "probe failed: {}", String::from_utf8_lossy(&out.stderr));
     let results: Value = serde_json::from_slice(&out.stdout).unwrap();
     let mut disagree = Vec::new();

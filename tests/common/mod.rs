@@ -86,3 +86,24 @@ pub fn patch(path: &Path, offset: u64, bytes: &[u8]) {
 pub fn truncate(path: &Path, len: u64) {
     std::fs::OpenOptions::new().write(true).open(path).unwrap().set_len(len).unwrap();
 }
+
+/// Run the loaderx venv's Python with `args` and return its output.
+///
+/// loaderx 2.0.1 occasionally dies with SIGSEGV at interpreter exit after
+/// its work is done (seen about once in 100 runs, under load); such a run is
+/// retried once, so CI does not fail on loaderx's teardown. Any other exit is
+/// returned as it is for the caller to judge.
+pub fn run_loaderx<I, S>(args: I) -> std::process::Output
+where
+    I: IntoIterator<Item = S> + Clone,
+    S: AsRef<std::ffi::OsStr>,
+{
+    use std::os::unix::process::ExitStatusExt;
+    let run = || std::process::Command::new(loaderx_python()).args(args.clone()).output().unwrap();
+    let out = run();
+    if out.status.signal().is_some() {
+        eprintln!("loaderx died by a signal ({:?}); retrying once", out.status);
+        return run();
+    }
+    out
+}
