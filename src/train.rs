@@ -48,6 +48,9 @@ impl std::str::FromStr for Tier {
     }
 }
 
+/// Least bytes in the trainer's 75% training split that we hand to zstd.
+const MIN_TRAINING_BYTES: usize = 256;
+
 /// The indices loaderx samples: `unique(floor(linspace(0, n - 1, k)))` with
 /// `k = max(1, min(n, budget // record_bytes))`.
 pub fn sample_indices(n: u64, record_bytes: u64, budget: u64) -> Vec<u64> {
@@ -82,6 +85,20 @@ pub fn train_from_samples<'a>(samples: impl IntoIterator<Item = &'a [u8]>, tier:
     }
     if sizes.is_empty() {
         return Err(Error::DictTraining { why: "no records to train on".into() });
+    }
+    // zstd's trainer trains on the first 75% of the samples and divides by
+    // zero (SIGFPE, zstd 1.5.7 COVER_computeEpochs) when those hold fewer
+    // than 8 bytes; refuse such tiny inputs before they reach it.
+    let training_bytes: usize = sizes[..sizes.len() * 3 / 4].iter().sum();
+    if training_bytes < MIN_TRAINING_BYTES {
+        return Err(Error::DictTraining {
+            why: format!(
+                "{} samples of {} bytes are too little to train a dictionary (zstd needs at least \
+                 {MIN_TRAINING_BYTES} bytes in its training split); use the zstd codec instead",
+                sizes.len(),
+                flat.len()
+            ),
+        });
     }
     zstd::dict::from_continuous(&flat, &sizes, tier.dict_size()).map_err(|e| Error::DictTraining {
         why: format!(
@@ -157,5 +174,17 @@ mod tests {
         assert_eq!(sample_indices(5, 1 << 30, 10), vec![0]);
         assert_eq!(sample_indices(3, 1, 100), vec![0, 1, 2]);
         assert!(sample_indices(0, 1, 1).is_empty());
+    }
+
+    #[test]
+    fn tiny_samples_are_refused_not_crashing() {
+        // Ten 1-byte samples made zstd's trainer divide by zero (SIGFPE).
+        let samples: Vec<[u8; 1]> = (0..10u8).map(|i| [i]).collect();
+        let err = train_from_samples(samples.iter().map(|s| &s[..]), Tier::Fast).unwrap_err();
+        assert!(matches!(err, Error::DictTraining { .. }), "{err}");
+        for n in 0..40usize {
+            let samples: Vec<Vec<u8>> = (0..n).map(|i| vec![i as u8; i % 9]).collect();
+            let _ = train_from_samples(samples.iter().map(Vec::as_slice), Tier::Fast);
+        }
     }
 }
