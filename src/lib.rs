@@ -35,3 +35,8 @@ pub mod wasm;
 pub use batch::{Batch, DenseBatch, RaggedBatch};
 pub use error::{Error, Result};
 pub use format::{Codec, DType, Geometry, Kind};
+
+/// The README's examples, compiled and run as doc tests.
+#[cfg(all(doctest, feature = "native"))]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

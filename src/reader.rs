@@ -57,6 +57,9 @@ const MAX_OWNED_TABLE: u64 = 256 << 20;
 /// (raw copies are cheap, so they need more work to pay for the hand-off).
 const PAR_BYTES_RAW: usize = 4 << 20;
 const PAR_BYTES_ZSTD: usize = 128 << 10;
+/// Compressed records claiming more decoded bytes than this have their frame
+/// header read and checked before any buffer is sized for them.
+const CHECK_HEADER_ABOVE: u32 = 1 << 20;
 /// Largest dictionary accepted from `dict.zr` (loaderx's largest tier is 1 MiB).
 const MAX_DICT_BYTES: u64 = 64 << 20;
 
@@ -287,6 +290,26 @@ impl Store {
         Error::io(self.dir.join(file), "read", e)
     }
 
+    /// Before a big compressed record is allocated for, check that its frame
+    /// declares the size its location claims (one small read).
+    fn check_big_frame(&self, index: u64, loc: &RecordLoc) -> Result<()> {
+        if !self.codec().is_compressed() || loc.logic_length <= CHECK_HEADER_ABOVE {
+            return Ok(());
+        }
+        let len = (loc.phys_length as usize).min(decode::ZSTD_MAX_HEADER);
+        let mut buf = [0u8; decode::ZSTD_MAX_HEADER];
+        let head = match self.data.slice(loc.offset, len) {
+            Some(s) => s,
+            None => {
+                self.data
+                    .read_exact_at(loc.offset, &mut buf[..len])
+                    .map_err(|e| self.io_err("data.zr", e))?;
+                &buf[..len]
+            }
+        };
+        decode::check_frame_header(&self.info, index, loc, head)
+    }
+
     /// Read and decode one record whose location is validated into `dst`.
     fn read_record(&self, index: u64, loc: &RecordLoc, dst: &mut [u8]) -> Result<()> {
         let phys = loc.phys_length as usize;
@@ -338,19 +361,38 @@ impl Store {
                 indices.len() * row
             )));
         }
+        let locs = self.dense_locs(indices, row)?;
+        self.read_dense(indices, &locs, row, out)
+    }
+
+    /// Every location of a Dense gather, checked before anything is read or allocated.
+    fn dense_locs(&self, indices: &[u64], row: usize) -> Result<Vec<RecordLoc>> {
         self.info.check_indices(indices)?;
+        indices
+            .iter()
+            .map(|&index| {
+                let loc = self.loc_unchecked(index)?;
+                decode::check_dense_loc(&self.info, index, &loc, row as u64)?;
+                self.check_big_frame(index, &loc)?;
+                Ok(loc)
+            })
+            .collect()
+    }
+
+    /// Read checked Dense records into `out` (`indices.len() * row` bytes).
+    fn read_dense(&self, indices: &[u64], locs: &[RecordLoc], row: usize, out: &mut [u8]) -> Result<()> {
         if row == 0 || indices.is_empty() {
             return Ok(());
         }
-        let one = |(dst, &index): (&mut [u8], &u64)| -> Result<()> {
-            let loc = self.loc_unchecked(index)?;
-            decode::check_dense_loc(&self.info, index, &loc, row as u64)?;
-            self.read_record(index, &loc, dst)
-        };
+        let one = |((dst, &index), loc): ((&mut [u8], &u64), &RecordLoc)| self.read_record(index, loc, dst);
         if self.parallel(out.len(), indices.len()) {
-            out.par_chunks_mut(row).zip(indices.par_iter()).with_min_len(8).try_for_each(one)
+            out.par_chunks_mut(row)
+                .zip(indices.par_iter())
+                .zip(locs.par_iter())
+                .with_min_len(8)
+                .try_for_each(one)
         } else {
-            out.chunks_mut(row).zip(indices.iter()).try_for_each(one)
+            out.chunks_mut(row).zip(indices.iter()).zip(locs.iter()).try_for_each(one)
         }
     }
 
@@ -385,13 +427,15 @@ impl Store {
     /// As [`Store::gather_into`].
     pub fn gather_dense_batch(&self, indices: &[u64], batch: &mut DenseBatch) -> Result<()> {
         let row = self.row_bytes()?;
+        // Every location is checked before the batch buffer is sized.
+        let locs = self.dense_locs(indices, row)?;
         let item_shape = self.item_shape().unwrap_or(&[]);
         batch.data.resize(indices.len() * row);
         batch.shape.clear();
         batch.shape.push(indices.len() as u64);
         batch.shape.extend_from_slice(item_shape);
         batch.dtype.clone_from(self.dtype());
-        self.gather_into(indices, batch.data.as_mut_slice())
+        self.read_dense(indices, &locs, row, batch.data.as_mut_slice())
     }
 
     /// Gather Ragged records into a new packed batch.
@@ -418,7 +462,8 @@ impl Store {
             .iter()
             .map(|&i| {
                 let loc = self.loc_unchecked(i)?;
-                loc.validate(&self.info.name, i, self.codec(), self.info.header.tail_offset)?;
+                decode::check_record_loc(&self.info, i, &loc)?;
+                self.check_big_frame(i, &loc)?;
                 Ok(loc)
             })
             .collect::<Result<Vec<_>>>()?;

@@ -7,6 +7,7 @@
 
 use crate::codec::{compress_append, CompressDict};
 use crate::format::dtype::Element;
+use crate::format::schema::MAX_DENSE_RANK;
 use crate::format::{
     ragged, Codec, DType, Geometry, Header, RecordLoc, Schema, DICT_MAGIC, HEADER_SIZE, MAX_RECORD_BYTES,
     MAX_SCHEMA_LEN, MAX_TAIL, PAGE_SIZE,
@@ -129,7 +130,13 @@ impl Writer {
         let dtype = DType::parse(dtype).map_err(invalid)?;
         let schema = Schema { dtype, geometry };
         let row_bytes = match schema.geometry {
-            Geometry::Dense { .. } => {
+            Geometry::Dense { ref item_shape } => {
+                if item_shape.len() > MAX_DENSE_RANK {
+                    return Err(invalid(format!(
+                        "item_shape has {} dimensions (at most {MAX_DENSE_RANK}, as loaderx)",
+                        item_shape.len()
+                    )));
+                }
                 let row = schema.row_bytes().unwrap_or(u64::MAX);
                 if row == 0 {
                     return Err(invalid("item_shape holds no bytes; records are never empty".into()));
@@ -434,17 +441,18 @@ fn claim_directory(dir: &Path, name: &str) -> Result<(File, File)> {
     let meta_path = dir.join("meta.zr");
     match std::fs::read_dir(dir) {
         Ok(entries) => {
-            let mut has_meta = false;
+            let (mut has_meta, mut others) = (false, false);
             for entry in entries {
                 let entry = entry.map_err(|e| Error::io(dir, "list", e))?;
                 if entry.file_name() == "meta.zr" {
                     has_meta = true;
                 } else {
-                    return Err(exists());
+                    others = true;
                 }
             }
             if has_meta {
-                // Tell "someone is reading or writing it" apart from "it is just there".
+                // As loaderx: a store that someone is reading or writing is busy,
+                // whatever else its directory holds; one that is just there exists.
                 let f = File::open(&meta_path).map_err(|e| Error::io(&meta_path, "open", e))?;
                 return Err(match f.try_lock() {
                     Err(TryLockError::WouldBlock) => {
@@ -452,6 +460,9 @@ fn claim_directory(dir: &Path, name: &str) -> Result<(File, File)> {
                     }
                     _ => exists(),
                 });
+            }
+            if others {
+                return Err(exists());
             }
         }
         Err(e) if e.kind() == io::ErrorKind::NotFound => {

@@ -3,10 +3,9 @@
 
 mod common;
 
-use common::{fixtures, fixtures_dir, FixtureStore};
+use common::{fixtures, fixtures_dir, run_loaderx, FixtureStore};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use zrecord::train::{train_from_samples, Tier};
 use zrecord::{Codec, CreateOptions, Geometry, Store, Writer};
 
@@ -51,15 +50,6 @@ fn out_dir() -> PathBuf {
     dir
 }
 
-/// The Python with loaderx 2.0.1 that `.ci/install` sets up.
-fn loaderx_python() -> PathBuf {
-    if let Ok(p) = std::env::var("ZRECORD_LOADERX_PYTHON") {
-        return p.into();
-    }
-    let home = std::env::var("HOME").unwrap_or_else(|_| "/root".into());
-    Path::new(&home).join(".cache/zrecord/venv-loaderx/bin/python")
-}
-
 #[test]
 fn our_stores_read_back_by_us_and_by_loaderx() {
     let out = out_dir();
@@ -99,20 +89,14 @@ fn our_stores_read_back_by_us_and_by_loaderx() {
     let ours = json!({"loaderx": "2.0.1", "stores": entries, "unpublished": []});
     std::fs::write(out.join("manifest.json"), serde_json::to_vec_pretty(&ours).unwrap()).unwrap();
 
-    let python = loaderx_python();
-    assert!(
-        python.exists(),
-        "{} missing: run .ci/install to set up the loaderx 2.0.1 venv",
-        python.display()
-    );
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/compat/loaderx_fixtures.py");
-    let run =
-        Command::new(&python).arg(script).arg("verify").arg(out.join("manifest.json")).output().unwrap();
+    let run = run_loaderx([script.as_os_str(), "verify".as_ref(), out.join("manifest.json").as_os_str()]);
     let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(stdout.contains(&format!("{count} passed, 0 failed")), "loaderx rejected our stores:\n{stdout}");
     assert!(
         run.status.success(),
-        "loaderx rejected our stores:\n{stdout}\n{}",
+        "loaderx exited with {:?}:\n{stdout}\n{}",
+        run.status,
         String::from_utf8_lossy(&run.stderr)
     );
-    assert!(stdout.contains(&format!("{count} passed, 0 failed")), "{stdout}");
 }

@@ -31,9 +31,81 @@ pub fn decode_record(
     }
 }
 
-/// Check a Dense record's location against the row width.
-pub fn check_dense_loc(info: &StoreInfo, index: u64, loc: &RecordLoc, row_bytes: u64) -> Result<()> {
+/// Most bytes a zstd frame decodes to per stored byte: the densest encoding is
+/// a 4-byte RLE block (3-byte header, 1 byte) regenerating a full 128 KiB block.
+pub const MAX_ZSTD_EXPANSION: u64 = 32 << 10;
+
+/// Check a record's location before any buffer is sized by its `logic_length`:
+/// the FORMAT.md location rules (`BadFormat`), and that the stored bytes can
+/// decode to that many bytes at all (`CorruptRecord`), so a small frame that
+/// claims 2^31 bytes is refused instead of allocated for.
+pub fn check_record_loc(info: &StoreInfo, index: u64, loc: &RecordLoc) -> Result<()> {
     loc.validate(&info.name, index, info.codec(), info.header.tail_offset)?;
+    let (phys, logic) = (u64::from(loc.phys_length), u64::from(loc.logic_length));
+    if info.codec().is_compressed() && logic > phys * MAX_ZSTD_EXPANSION {
+        return Err(Error::CorruptRecord {
+            store: info.name.clone(),
+            index,
+            why: format!(
+                "a {phys}-byte zstd frame cannot decode to logic_length {logic} \
+                 (zstd expands at most {MAX_ZSTD_EXPANSION}x)"
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// Longest zstd frame header (magic, descriptor, window, dictionary id, content size).
+pub const ZSTD_MAX_HEADER: usize = 18;
+
+/// The content size a zstd frame header declares (`None` when it declares none).
+///
+/// # Errors
+/// A message when `frame` does not start with a whole zstd frame header.
+pub fn zstd_declared_size(frame: &[u8]) -> Result<Option<u64>, String> {
+    const MAGIC: [u8; 4] = [0x28, 0xB5, 0x2F, 0xFD];
+    if frame.len() < 5 || frame[..4] != MAGIC || frame[4] & 0x08 != 0 {
+        return Err("not a zstd frame (bad magic or header)".into());
+    }
+    let descriptor = frame[4];
+    let single_segment = descriptor & 0x20 != 0;
+    let at = 5 + usize::from(!single_segment) + [0, 1, 2, 4][usize::from(descriptor & 3)];
+    let width = match descriptor >> 6 {
+        0 => usize::from(single_segment),
+        1 => 2,
+        2 => 4,
+        _ => 8,
+    };
+    let field = frame.get(at..at + width).ok_or("zstd frame header cut short")?;
+    let mut le = [0u8; 8];
+    le[..width].copy_from_slice(field);
+    let size = u64::from_le_bytes(le);
+    Ok(match width {
+        0 => None,
+        2 => Some(size + 256),
+        _ => Some(size),
+    })
+}
+
+/// Check that a compressed record's frame header (its first
+/// `min(phys_length, ZSTD_MAX_HEADER)` bytes) declares its `logic_length`.
+///
+/// # Errors
+/// `CorruptRecord` for another declared size or a broken header.
+pub fn check_frame_header(info: &StoreInfo, index: u64, loc: &RecordLoc, head: &[u8]) -> Result<()> {
+    let corrupt = |why: String| Error::CorruptRecord { store: info.name.clone(), index, why };
+    match zstd_declared_size(head) {
+        Ok(Some(n)) if n != u64::from(loc.logic_length) => {
+            Err(corrupt(format!("zstd frame declares {n} bytes, location says {}", loc.logic_length)))
+        }
+        Ok(_) => Ok(()),
+        Err(why) => Err(corrupt(why)),
+    }
+}
+
+/// Check a Dense record's location (as [`check_record_loc`]) and its row width.
+pub fn check_dense_loc(info: &StoreInfo, index: u64, loc: &RecordLoc, row_bytes: u64) -> Result<()> {
+    check_record_loc(info, index, loc)?;
     if u64::from(loc.logic_length) != row_bytes {
         return Err(Error::CorruptRecord {
             store: info.name.clone(),

@@ -36,9 +36,18 @@ struct DenseWire {
 #[serde(deny_unknown_fields)]
 struct WireAny {
     dtype: String,
-    #[serde(default)]
+    /// Absent for Ragged; when present it must be a list (`nil` is not "absent").
+    #[serde(default, deserialize_with = "present")]
     item_shape: Option<Vec<u64>>,
 }
+
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Vec<u64>>, D::Error> {
+    use serde::de::Error;
+    Vec::<u64>::deserialize(d).map(Some).map_err(|e| D::Error::custom(format!("item_shape: {e}")))
+}
+
+/// Most `item_shape` dimensions: a batch adds one axis, and NumPy arrays have at most 64.
+pub const MAX_DENSE_RANK: usize = 63;
 
 #[derive(Serialize)]
 struct RaggedWire<'a> {
@@ -52,6 +61,10 @@ impl Schema {
     /// A message naming what is wrong (missing or unexpected field, negative
     /// or non-integer dimension, unknown dtype, trailing bytes).
     pub fn parse(bytes: &[u8]) -> Result<Schema, String> {
+        // rmp-serde would also read a struct from an array; loaderx wants a map.
+        if !matches!(bytes.first(), Some(0x80..=0x8f | 0xde | 0xdf)) {
+            return Err("schema is not a MsgPack map".into());
+        }
         let mut cursor = std::io::Cursor::new(bytes);
         let mut de = rmp_serde::Deserializer::new(&mut cursor);
         let wire = WireAny::deserialize(&mut de).map_err(|e| format!("schema does not decode: {e}"))?;
@@ -62,8 +75,11 @@ impl Schema {
         let dtype = DType::parse(&wire.dtype)?;
         let geometry = match wire.item_shape {
             Some(item_shape) => {
-                if item_shape.len() > 64 {
-                    return Err(format!("item_shape has {} dimensions (at most 64)", item_shape.len()));
+                if item_shape.len() > MAX_DENSE_RANK {
+                    return Err(format!(
+                        "item_shape has {} dimensions (at most {MAX_DENSE_RANK}, as loaderx and NumPy)",
+                        item_shape.len()
+                    ));
                 }
                 Geometry::Dense { item_shape }
             }
@@ -130,5 +146,17 @@ mod tests {
         assert!(Schema::parse(&neg).is_err());
         assert!(Schema::parse(&[0x80]).is_err());
         assert!(Schema::parse(&[]).is_err());
+        // A struct as an array, and `item_shape: nil`, are not loaderx schemas.
+        let array = rmp_serde::to_vec(&DenseWire { dtype: "<f4".into(), item_shape: vec![2] }).unwrap();
+        assert_eq!(array[0], 0x92);
+        assert!(Schema::parse(&array).is_err());
+        let mut nil = vec![0x82, 0xA5];
+        nil.extend(b"dtype");
+        nil.push(0xA3);
+        nil.extend(b"<f4");
+        nil.push(0xAA);
+        nil.extend(b"item_shape");
+        nil.push(0xC0);
+        assert!(Schema::parse(&nil).is_err());
     }
 }

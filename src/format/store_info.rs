@@ -5,7 +5,7 @@
 use super::{
     header::{Codec, Header},
     schema::{Geometry, Schema},
-    DType, HEADER_SIZE, LOC_SIZE, PAGE_SIZE,
+    DType, HEADER_SIZE, LOC_SIZE, MAX_RECORD_BYTES, PAGE_SIZE,
 };
 use crate::{Error, Result};
 
@@ -73,9 +73,17 @@ impl StoreInfo {
         if header.length == 0 && header.tail_offset == 0 && (sizes.meta > PAGE_SIZE || sizes.data > 0) {
             return Err(unpublished(name, sizes.meta, sizes.data));
         }
-        if let Geometry::Dense { .. } = schema.geometry {
-            if schema.row_bytes().is_none() {
-                return Err(bad("item_shape's byte size overflows 64 bits".into()));
+        if let Geometry::Dense { item_shape } = &schema.geometry {
+            // loaderx: "invalid dense record width in schema".
+            match schema.row_bytes() {
+                Some(row) if (1..=MAX_RECORD_BYTES).contains(&row) => {}
+                row => {
+                    return Err(bad(format!(
+                        "item_shape {item_shape:?} of {} makes records of {} bytes (records hold 1..=2^31)",
+                        schema.dtype,
+                        row.map_or("more than 2^64".to_string(), |r| r.to_string())
+                    )))
+                }
             }
         }
         Ok(StoreInfo { name: name.to_string(), header, schema, schema_bytes, sizes })

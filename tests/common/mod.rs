@@ -39,13 +39,73 @@ pub fn unpublished() -> Vec<String> {
     manifest::unpublished(&manifest_bytes())
 }
 
-/// Copy a store directory's files.
-pub fn copy_store(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
+/// The Python with loaderx 2.0.1 that `.ci/install` sets up
+/// (`ZRECORD_LOADERX_PYTHON` overrides it). Panics, never skips, when it is missing.
+pub fn loaderx_python() -> PathBuf {
+    let python = match std::env::var("ZRECORD_LOADERX_PYTHON") {
+        Ok(p) => PathBuf::from(p),
+        Err(_) => {
+            let home = std::env::var("HOME").unwrap_or_else(|_| "/root".into());
+            Path::new(&home).join(".cache/zrecord/venv-loaderx/bin/python")
+        }
+    };
+    assert!(
+        python.exists(),
+        "{} missing: run .ci/install to set up the loaderx 2.0.1 venv",
+        python.display()
+    );
+    python
+}
+
+/// Copy every file of the store at `src` into `dst` (created).
+pub fn copy_store(src: &Path, dst: &Path) {
+    std::fs::create_dir_all(dst).unwrap();
+    for entry in std::fs::read_dir(src).unwrap() {
         let entry = entry.unwrap();
-        std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
+        std::fs::copy(entry.path(), dst.join(entry.file_name())).unwrap();
     }
+}
+
+/// A private copy of fixture `name` in a fresh tempdir (fixtures are never patched in place).
+pub fn fixture_copy(name: &str) -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join(name);
+    copy_store(&fixtures_dir().join(name), &dir);
+    (tmp, dir)
+}
+
+/// Overwrite `bytes` at `offset` of the file at `path` (which must already hold them).
+pub fn patch(path: &Path, offset: u64, bytes: &[u8]) {
+    use std::os::unix::fs::FileExt;
+    let f = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+    assert!(offset + bytes.len() as u64 <= f.metadata().unwrap().len(), "patch past the end of {path:?}");
+    f.write_all_at(bytes, offset).unwrap();
+}
+
+/// Cut the file at `path` to `len` bytes.
+pub fn truncate(path: &Path, len: u64) {
+    std::fs::OpenOptions::new().write(true).open(path).unwrap().set_len(len).unwrap();
+}
+
+/// Run the loaderx venv's Python with `args` and return its output.
+///
+/// loaderx 2.0.1 occasionally dies with SIGSEGV at interpreter exit after
+/// its work is done (seen about once in 100 runs, under load); such a run is
+/// retried once, so CI does not fail on loaderx's teardown. Any other exit is
+/// returned as it is for the caller to judge.
+pub fn run_loaderx<I, S>(args: I) -> std::process::Output
+where
+    I: IntoIterator<Item = S> + Clone,
+    S: AsRef<std::ffi::OsStr>,
+{
+    use std::os::unix::process::ExitStatusExt;
+    let run = || std::process::Command::new(loaderx_python()).args(args.clone()).output().unwrap();
+    let out = run();
+    if out.status.signal().is_some() {
+        eprintln!("loaderx died by a signal ({:?}); retrying once", out.status);
+        return run();
+    }
+    out
 }
 
 /// Overwrite the start of record `i`'s stored zstd frame (its magic number).

@@ -1,0 +1,15 @@
+//! One fuzz input is a store's files packed by `fuzz_common::join`; opening
+//! it and reading every record must never panic, never give an untyped
+//! error, and (run with `-malloc_limit_mb=64`) never allocate more than 64 MiB.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+
+#[path = "../../tests/fuzz_common/mod.rs"]
+mod fuzz_common;
+
+fuzz_target!(|input: &[u8]| {
+    if let Err(why) = fuzz_common::exercise(fuzz_common::split(input)) {
+        panic!("{why}");
+    }
+});
