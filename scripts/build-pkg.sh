@@ -32,8 +32,9 @@ fi
 
 cargo fetch --quiet
 wasm-pack build --target web --mode no-install --release --out-dir "$out" . -- --no-default-features
-# wasm-pack writes a .gitignore of '*' into the package: pkg/ is committed.
-rm -f "$out/.gitignore"
+# wasm-pack writes a .gitignore of '*' into the package (pkg/ is committed)
+# and copies the crate's README.md, which would go stale with every edit.
+rm -f "$out/.gitignore" "$out/README.md"
 
 wasm=$out/zrecord_bg.wasm
 echo "pkg: $(wc -c < "$wasm") bytes zrecord_bg.wasm, $(gzip -9 -c "$wasm" | wc -c) gzipped"

@@ -3,8 +3,8 @@
 # Playwright (playwright-core, Debian's /usr/bin/chromium; no browser download).
 #
 # Starts, on loopback ports:
-#   - the viewer's own server (examples/serve_viewer.rs: zrecord::serve with
-#     the embedded viewer, as `zrecord serve`), root = the loaderx fixtures;
+#   - the viewer's own server (`zrecord serve`, the embedded viewer at /),
+#     root = the loaderx fixtures;
 #   - one nginx with five servers: CORS + Range (fixtures, a 200,000-record
 #     store, scratch stores), no CORS headers, no Range support (max_ranges 0),
 #     gzip on, and the same CORS server again for the access-log count;
@@ -44,9 +44,10 @@ if [ ! -f pkg/zrecord_bg.wasm ] || [ ! -f pkg/zrecord.js ]; then
   bash scripts/build-pkg.sh
 fi
 
-step "viewer server and test store writer"
-cargo build --quiet --example serve_viewer --example big_store
+step "zrecord (the viewer's server) and the test store writer"
+cargo build --quiet --bin zrecord --example big_store
 bin=${CARGO_TARGET_DIR:-$repo/target}/debug/examples
+zrecord=${CARGO_TARGET_DIR:-$repo/target}/debug/zrecord
 
 work=$repo/target/viewer-test
 shots=$repo/target/viewer-screenshots
@@ -147,7 +148,7 @@ trap cleanup EXIT
 step "start nginx and the viewer server"
 "$NGINX" -p "$n" -c "$n/nginx.conf" 2>"$n/logs/stderr.log" &
 pids+=($!)
-"$bin/serve_viewer" "$fixtures" 0 >"$work/serve.url" 2>"$work/serve.log" &
+"$zrecord" serve "$fixtures" --port 0 >"$work/serve.out" 2>"$work/serve.log" &
 pids+=($!)
 
 wait_http() {
@@ -157,9 +158,10 @@ wait_http() {
   done
   die "no answer from $1 (see $work)"
 }
-for _ in $(seq 100); do [ -s "$work/serve.url" ] && break; sleep 0.1; done
-viewer=$(head -n1 "$work/serve.url")
-[ -n "$viewer" ] || die "serve_viewer did not start: $(cat "$work/serve.log")"
+# Its first line is `viewer: URL`.
+for _ in $(seq 100); do [ -s "$work/serve.out" ] && break; sleep 0.1; done
+viewer=$(sed -n '1s/^viewer: //p' "$work/serve.out")
+[ -n "$viewer" ] || die "zrecord serve did not start: $(cat "$work/serve.log")"
 wait_http "$viewer"
 for p in $p_cors $p_nocors $p_norange $p_gzip; do wait_http "http://127.0.0.1:$p/fixtures/dense-u8-img-raw/meta.zr"; done
 

@@ -2,8 +2,8 @@
 //! a strided sample of the records within a tier's byte budget, trained with
 //! zstd's `ZDICT_trainFromBuffer`.
 
-use crate::format::{Geometry, MAX_RECORD_BYTES};
-use crate::{Error, Result, Store};
+use crate::format::{Geometry, StoreInfo, MAX_RECORD_BYTES};
+use crate::{Batch, Error, Result, Store};
 
 /// Dictionary size and sample budget (loaderx's tiers).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -134,29 +134,69 @@ pub fn train_dense(rows: &[u8], row_bytes: usize, tier: Tier) -> Result<Vec<u8>>
 /// # Errors
 /// Read errors of the store; `DictTraining`.
 pub fn train_from_store(store: &Store, tier: Tier) -> Result<Vec<u8>> {
-    let n = store.len();
-    let mean = match store.geometry() {
-        Geometry::Dense { .. } => store.info().row_bytes().unwrap_or(1),
+    train_from_records(
+        store.info(),
+        tier,
+        |indices| indices.iter().map(|&i| Ok(u64::from(store.loc(i)?.logic_length))).collect(),
+        |indices| {
+            Ok(match store.geometry() {
+                Geometry::Dense { .. } => Batch::Dense(store.gather(indices)?),
+                Geometry::Ragged => Batch::Ragged(store.gather_ragged(indices)?),
+            })
+        },
+    )
+}
+
+/// Records gathered at once while sampling: few requests on a remote store,
+/// bounded memory on any.
+const TRAIN_GATHER: usize = 1024;
+
+/// Train from any store's records, read through two callbacks so local and
+/// remote stores sample exactly alike: `logic_lengths(indices)` (asked only
+/// for Ragged stores, to size the sample) and `gather(indices)` (a batch of
+/// records, asked a chunk at a time).
+///
+/// # Errors
+/// The callbacks' errors; `DictTraining`.
+pub fn train_from_records(
+    info: &StoreInfo,
+    tier: Tier,
+    mut logic_lengths: impl FnMut(&[u64]) -> Result<Vec<u64>>,
+    mut gather: impl FnMut(&[u64]) -> Result<Batch>,
+) -> Result<Vec<u8>> {
+    let n = info.len();
+    let mean = match info.geometry() {
+        Geometry::Dense { .. } => info.row_bytes().unwrap_or(1),
         Geometry::Ragged => {
             let probe = sample_indices(n, 1, 4096);
-            let total: u64 = probe
-                .iter()
-                .map(|&i| store.loc(i).map(|l| u64::from(l.logic_length)))
-                .sum::<Result<u64>>()?;
+            let total: u64 = logic_lengths(&probe)?.iter().sum();
             total / probe.len().max(1) as u64
         }
     }
     .min(MAX_RECORD_BYTES);
     let picks = sample_indices(n, mean, tier.budget() as u64);
     let mut samples = Vec::with_capacity(picks.len());
-    for &i in &picks {
-        let (shape, bytes) = store.get(i)?;
-        let mut logical = Vec::with_capacity(bytes.len() + 1 + 8 * shape.len());
-        if matches!(store.geometry(), Geometry::Ragged) {
-            crate::format::ragged::write_prefix(&shape, &mut logical);
+    let mut taken = 0usize;
+    for chunk in picks.chunks(TRAIN_GATHER) {
+        if taken >= tier.budget() {
+            break;
         }
-        logical.extend_from_slice(bytes.as_slice());
-        samples.push(logical);
+        let before = samples.len();
+        match gather(chunk)? {
+            Batch::Dense(b) => {
+                let row = b.bytes().len() / chunk.len();
+                samples.extend(b.bytes().chunks_exact(row.max(1)).map(<[u8]>::to_vec));
+            }
+            Batch::Ragged(b) => {
+                for (shape, bytes) in b.iter() {
+                    let mut logical = Vec::with_capacity(bytes.len() + 1 + 8 * shape.len());
+                    crate::format::ragged::write_prefix(shape, &mut logical);
+                    logical.extend_from_slice(bytes);
+                    samples.push(logical);
+                }
+            }
+        }
+        taken += samples[before..].iter().map(Vec::len).sum::<usize>();
     }
     train_from_samples(samples.iter().map(Vec::as_slice), tier)
 }

@@ -29,6 +29,23 @@ pub fn viewer_assets() -> Assets {
     Box::new(|path: &str| find(path).map(|bytes| (Cow::Borrowed(bytes), content_type(path))))
 }
 
+/// The viewer's files read from a source checkout (`www/` and `pkg/` under
+/// `checkout`) on every request instead of the embedded copies, so editing
+/// the viewer needs only a page reload (`zrecord serve --viewer-dir .`).
+/// Only the paths the embedded set holds are served, so a request cannot
+/// reach other files of the checkout.
+pub fn viewer_assets_from(checkout: impl Into<std::path::PathBuf>) -> Assets {
+    let root = checkout.into();
+    Box::new(move |path: &str| {
+        find(path)?;
+        let file = match path.strip_prefix("pkg/") {
+            Some(rest) => root.join("pkg").join(rest),
+            None => root.join("www").join(path),
+        };
+        std::fs::read(file).ok().map(|bytes| (Cow::Owned(bytes), content_type(path)))
+    })
+}
+
 /// Whether the wasm reader (`pkg/zrecord_bg.wasm`) was embedded; without it
 /// the viewer shows its page but cannot open stores.
 pub fn has_wasm_reader() -> bool {

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{fixtures, fixtures_dir, unpublished, FixtureStore};
+use common::{copy_store, damage_record, fixtures, fixtures_dir, unpublished, FixtureStore};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
@@ -127,8 +127,6 @@ fn info_text_and_refusals() {
         let err = fails(&[&"info", &fixtures_dir().join(name)]);
         assert!(err.contains("unpublished build"), "{err}");
     }
-    let err = fails(&[&"info", &"https://example.com/store"]);
-    assert!(err.contains("remote stores: not built yet"), "{err}");
     let err = fails(&[&"info", &"/no/such/store"]);
     assert!(err.contains("not found"), "{err}");
 }
@@ -526,28 +524,6 @@ fn bad_inputs_fail_clearly_and_leave_nothing() {
 
 // ------------------------------------------------------------------- verify
 
-fn copy_store(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
-    }
-}
-
-/// Overwrite the start of record `i`'s stored zstd frame (its magic number).
-///
-/// Flipping bytes inside a frame is not always detectable: loaderx writes
-/// frames without checksums, so damaged literals can decode to the right
-/// length with the wrong content. Damage to the frame's structure always is.
-fn damage_record(store: &Path, i: u64) {
-    let meta = std::fs::read(store.join("meta.zr")).unwrap();
-    let at = 4096 + 16 * i as usize;
-    let offset = u64::from_le_bytes(meta[at..at + 8].try_into().unwrap()) as usize;
-    let mut data = std::fs::read(store.join("data.zr")).unwrap();
-    data[offset..offset + 4].copy_from_slice(b"oops");
-    std::fs::write(store.join("data.zr"), data).unwrap();
-}
-
 #[test]
 fn verify_passes_every_fixture() {
     for f in fixtures() {
@@ -724,7 +700,7 @@ fn train_dict_from_store_and_npy() {
 fn demo_writes_stores_that_verify() {
     let dir = tmp();
     let out_dir = dir.path().join("demo");
-    let text = ok(&[&"demo", &"--dir", &out_dir]);
+    let text = ok(&[&"demo", &"--no-serve", &"--dir", &out_dir]);
     assert!(text.contains("try:  zrecord info"), "{text}");
     let mut codecs = std::collections::BTreeSet::new();
     let mut kinds = std::collections::BTreeSet::new();
@@ -738,7 +714,7 @@ fn demo_writes_stores_that_verify() {
     }
     assert_eq!(codecs.len(), 3);
     assert_eq!(kinds.len(), 2);
-    let err = fails(&[&"demo", &"--dir", &out_dir]);
+    let err = fails(&[&"demo", &"--no-serve", &"--dir", &out_dir]);
     assert!(err.contains("already exists"), "{err}");
 }
 

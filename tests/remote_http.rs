@@ -229,3 +229,37 @@ fn request_counts_on_a_large_store() {
     assert_eq!(locs[9].offset, 8 * (N - 1));
     assert!(matches!(store.locs(N - 10, 11), Err(Error::IndexOutOfRange { .. })));
 }
+
+#[test]
+fn checkers_read_locations_and_frames_as_stored() {
+    let server = Nginx::start(&fixtures_dir());
+    let name = "ragged-i32-tokens-zstd";
+    let local = Store::open(fixtures_dir().join(name)).unwrap();
+    let store = open(&server.url(&format!("{name}/")));
+    let meta = std::fs::read(fixtures_dir().join(name).join("meta.zr")).unwrap();
+    let data = std::fs::read(fixtures_dir().join(name).join("data.zr")).unwrap();
+    assert_eq!(store.static_page(), &meta[..4096]);
+    // data.zr's size: one byte asked for when no data request told it yet.
+    assert_eq!(store.data_size().unwrap(), data.len() as u64);
+    assert_eq!(store.stats().data_requests, 1);
+    assert_eq!(store.data_size().unwrap(), data.len() as u64);
+    assert_eq!(store.stats().data_requests, 1, "known now");
+
+    let indices: Vec<u64> = (0..local.len()).rev().collect();
+    let locs = store.raw_locs(&indices).unwrap();
+    for (&i, loc) in indices.iter().zip(&locs) {
+        assert_eq!(*loc, local.loc(i).unwrap());
+    }
+    // Every frame as stored, in the order asked, in one coalesced request.
+    let before = store.stats().requests;
+    let ranges: Vec<_> = locs.iter().map(|l| l.offset..l.end()).collect();
+    let bytes = store.read_stored(&ranges).unwrap();
+    let want: Vec<u8> = ranges.iter().flat_map(|r| data[r.start as usize..r.end as usize].to_vec()).collect();
+    assert_eq!(bytes, want);
+    assert_eq!(store.stats().requests - before, 1);
+    let tail = store.stored_bytes();
+    for bad in [vec![0..1, tail - 1..tail + 1], vec![0..1, 3..3]] {
+        assert!(matches!(store.read_stored(&bad), Err(Error::InvalidArgument { .. })), "{bad:?}");
+    }
+    assert!(matches!(store.raw_locs(&[local.len()]), Err(Error::IndexOutOfRange { .. })));
+}

@@ -15,7 +15,7 @@ use std::path::PathBuf;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Store directory.
+    /// Store directory, or its http(s):// URL.
     store: PathBuf,
     /// JSON lines instead of text.
     #[arg(long)]

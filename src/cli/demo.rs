@@ -1,8 +1,12 @@
-//! `zrecord demo [--dir D]`: write the demo stores (see `zrecord::demo`)
-//! and say what was made and what to try next.
+//! `zrecord demo [--dir D] [--no-serve]`: write the demo stores (see
+//! `zrecord::demo`), then serve them with the web viewer (as `zrecord serve`
+//! does) and print the viewer's address first. With `--no-serve`, say what
+//! was made and what to try next, and exit.
 
 use super::common::{shape_text, size, CliResult, Ctx, Fail, Out};
+use super::serve::{absolute, run_until_stopped, start, store_links, Net};
 use std::path::PathBuf;
+use zrecord::serve::{list_stores, ServeConfig};
 use zrecord::{Geometry, Store};
 
 #[derive(clap::Args, Debug)]
@@ -10,9 +14,14 @@ pub struct Args {
     /// Directory to write the stores into [default: a new directory under the system temp dir].
     #[arg(long, value_name = "D")]
     dir: Option<PathBuf>,
+    /// Only write the stores; do not serve them.
+    #[arg(long, conflicts_with_all = ["port", "host", "open", "verbose"])]
+    no_serve: bool,
+    #[command(flatten)]
+    net: Net,
 }
 
-pub fn run(_ctx: &Ctx, a: Args) -> CliResult {
+pub fn run(ctx: &Ctx, a: Args) -> CliResult {
     let dir = match a.dir {
         Some(d) => d,
         None => {
@@ -24,7 +33,12 @@ pub fn run(_ctx: &Ctx, a: Args) -> CliResult {
     };
     let stores = zrecord::demo::write_demo_stores(&dir)
         .map_err(|e| Fail::Msg(format!("{e} (demo stores go into a new or empty directory)")))?;
+    let server = if a.no_serve { None } else { Some(start(ctx, &dir, &a.net)?) };
     let mut out = Out::new();
+    if let Some(server) = &server {
+        out.line(&format!("viewer: {}", server.url()))?;
+        out.line("")?;
+    }
     out.line(&format!("demo stores in {}:", dir.display()))?;
     for path in &stores {
         let s = Store::open(path)?;
@@ -41,10 +55,27 @@ pub fn run(_ctx: &Ctx, a: Args) -> CliResult {
             size(s.stored_bytes()),
         ))?;
     }
-    if let Some(first) = stores.first() {
+    let Some(server) = server else {
+        if let Some(first) = stores.first() {
+            out.line("")?;
+            out.line(&format!("try:  zrecord info {}", first.display()))?;
+            out.line(&format!("      zrecord get {} 0", first.display()))?;
+        }
+        return out.flush();
+    };
+    let url = server.url();
+    let listed = list_stores(&dir, ServeConfig::new(&dir).store_depth)?;
+    out.line("")?;
+    out.line("each in the viewer:")?;
+    store_links(&mut out, &url, &listed)?;
+    if let (Some(first), Some(listed_first)) = (stores.first(), listed.first()) {
         out.line("")?;
-        out.line(&format!("try:  zrecord info {}", first.display()))?;
+        out.line(&format!("try:  zrecord info {}", absolute(&url, &listed_first.url)))?;
         out.line(&format!("      zrecord get {} 0", first.display()))?;
     }
-    out.flush()
+    out.line("")?;
+    out.line(&format!("serving {} until Ctrl-C (the stores stay there)", dir.display()))?;
+    out.flush()?;
+    drop(out);
+    run_until_stopped(ctx, server, &url, &a.net)
 }

@@ -18,7 +18,7 @@ use zrecord::{npy, Batch, DType, Geometry};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Store directory.
+    /// Store directory, or its http(s):// URL.
     store: PathBuf,
     /// Output .npy (Dense), or the values .npy (Ragged).
     out: PathBuf,

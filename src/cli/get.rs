@@ -14,7 +14,7 @@ use zrecord::Batch;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Store directory.
+    /// Store directory, or its http(s):// URL.
     store: PathBuf,
     /// Record indices.
     #[arg(required = true, value_name = "IDX")]

@@ -10,7 +10,7 @@ use zrecord::{DType, Geometry};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Store directory.
+    /// Store directory, or its http(s):// URL.
     store: PathBuf,
     /// One JSON object instead of text.
     #[arg(long)]
@@ -33,15 +33,17 @@ pub fn run(_ctx: &Ctx, args: Args) -> CliResult {
 
 /// The JSON description (`--json`), also the source of the text form.
 ///
-/// Keys: `path`, `kind` (`dense`/`ragged`), `dtype` (as stored), `item_shape`
-/// (Dense only), `codec`, `len`, `sizes` (`meta`, `data`, `dict` (null when
-/// absent), `total`, `allocated` (bytes of disk blocks, null when unknown)),
+/// Keys: `path` (the directory, or the URL of a remote store), `kind`
+/// (`dense`/`ragged`), `dtype` (as stored), `item_shape` (Dense only),
+/// `codec`, `len`, `sizes` (`meta`, `data`, `dict` (null when absent),
+/// `total`, `allocated` (bytes of disk blocks; null when unknown, and for a
+/// remote store)),
 /// `stored_bytes` (tail_offset), `logical_bytes` (sum of decoded record
 /// lengths, Ragged shape prefixes included) and `compression_ratio`
 /// (logical / stored, null for an empty store).
 pub fn describe(store: &dyn Records) -> CliResult<Value> {
     let info = store.info();
-    let sizes = info.sizes;
+    let sizes = store.sizes()?;
     let allocated = store.local().map(|s| {
         ["meta.zr", "data.zr", "dict.zr"]
             .iter()

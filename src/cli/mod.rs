@@ -1,6 +1,6 @@
 //! The command line: one small module per command, sharing [`common`]
 //! (errors, progress bars, output cleanup) and [`records`] (the store a
-//! command reads from, local today and remote later).
+//! command reads from: a directory, or an `http(s)://` URL).
 //!
 //! Conventions every command follows:
 //! - results go to stdout, progress bars and warnings to stderr; bars show
@@ -26,6 +26,7 @@ mod npyfile;
 mod recode;
 mod records;
 mod sample;
+mod serve;
 mod train_dict;
 mod values;
 mod verify;
@@ -67,8 +68,12 @@ enum Command {
     Verify(verify::Args),
     /// Train a zstd dictionary from a store or a .npy file.
     TrainDict(train_dict::Args),
-    /// Write small demo stores to try the other commands on.
+    /// Write small demo stores and serve them with the web viewer.
     Demo(demo::Args),
+    /// Serve a directory of stores over HTTP with the web viewer, until Ctrl-C.
+    Serve(serve::ServeArgs),
+    /// Serve one store with the web viewer and print its link, until Ctrl-C.
+    View(serve::ViewArgs),
 }
 
 /// Parse the command line, run the command, report a failure.
@@ -86,6 +91,8 @@ pub fn main() -> ExitCode {
         Command::Verify(a) => verify::run(&ctx, a),
         Command::TrainDict(a) => train_dict::run(&ctx, a),
         Command::Demo(a) => demo::run(&ctx, a),
+        Command::Serve(a) => serve::run_serve(&ctx, a),
+        Command::View(a) => serve::run_view(&ctx, a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -9,7 +9,7 @@ use zrecord::{Batch, Geometry, Writer};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Source store.
+    /// Source store: a directory, or an http(s):// URL.
     src: PathBuf,
     /// New store directory (must not exist, or be empty).
     dst: PathBuf,

@@ -1,14 +1,14 @@
-//! The store a command reads from, behind one trait so a remote store can
-//! take a local one's place: every command but `verify` (which checks the
-//! files themselves) reads through [`Records`].
-//!
-//! To add remote stores: implement [`Records`] for the HTTP reader and
-//! return it from [`open`] for `http://` and `https://` arguments.
+//! The store a command reads from, behind one trait so a remote store takes
+//! a local one's place: every command but `verify` (which checks the stored
+//! bytes themselves) reads through [`Records`], and [`open`] gives the HTTP
+//! reader for `http://` and `https://` arguments.
 
-use super::common::{CliResult, Fail};
+use super::common::CliResult;
 use std::ops::Range;
 use std::path::Path;
+use zrecord::format::store_info::FileSizes;
 use zrecord::format::StoreInfo;
+use zrecord::remote::{BlockingStore, RemoteStore};
 use zrecord::train::{self, Tier};
 use zrecord::{Batch, DType, DenseBatch, Geometry, RaggedBatch, Store};
 
@@ -27,6 +27,10 @@ pub trait Records: Sync {
     /// The local store, for what only files on disk can tell.
     fn local(&self) -> Option<&Store> {
         None
+    }
+    /// The real file sizes (a remote store learns `data.zr`'s on demand).
+    fn sizes(&self) -> zrecord::Result<FileSizes> {
+        Ok(self.info().sizes)
     }
 
     /// What errors call the store.
@@ -72,20 +76,53 @@ impl Records for Store {
     }
 }
 
-/// Whether a STORE argument names a remote store.
-pub fn is_url(arg: &Path) -> bool {
-    arg.to_str().is_some_and(|s| s.starts_with("http://") || s.starts_with("https://"))
+impl Records for BlockingStore {
+    fn info(&self) -> &StoreInfo {
+        BlockingStore::info(self)
+    }
+    fn gather(&self, indices: &[u64]) -> zrecord::Result<DenseBatch> {
+        BlockingStore::gather(self, indices)
+    }
+    fn gather_ragged(&self, indices: &[u64]) -> zrecord::Result<RaggedBatch> {
+        BlockingStore::gather_ragged(self, indices)
+    }
+    fn logical_bytes(&self) -> zrecord::Result<u64> {
+        BlockingStore::logical_bytes(self)
+    }
+    fn train_dict(&self, tier: Tier) -> zrecord::Result<Vec<u8>> {
+        train::train_from_records(
+            self.info(),
+            tier,
+            |indices| Ok(self.raw_locs(indices)?.iter().map(|l| u64::from(l.logic_length)).collect()),
+            |indices| self.gather_any(indices),
+        )
+    }
+    fn sizes(&self) -> zrecord::Result<FileSizes> {
+        Ok(FileSizes { data: self.data_size()?, ..BlockingStore::info(self).sizes })
+    }
 }
 
-/// Open the store a command names: a directory, or (later) an `http(s)://` URL.
+/// Whether a STORE argument names a remote store.
+pub fn is_url(arg: &Path) -> bool {
+    url_of(arg).is_some()
+}
+
+/// Open the store a command names: a directory, or an `http(s)://` URL.
 pub fn open(arg: &Path) -> CliResult<Box<dyn Records>> {
-    if is_url(arg) {
-        return Err(Fail::Msg(format!(
-            "{}: remote stores: not built yet (this build reads local store directories only)",
-            arg.display()
-        )));
+    match url_of(arg) {
+        Some(url) => Ok(Box::new(open_remote(url)?)),
+        None => Ok(Box::new(Store::open(arg)?)),
     }
-    Ok(Box::new(Store::open(arg)?))
+}
+
+/// The URL a STORE argument names, if it names one.
+pub fn url_of(arg: &Path) -> Option<&str> {
+    arg.to_str().filter(|s| s.starts_with("http://") || s.starts_with("https://"))
+}
+
+/// Open a remote store (the store directory's URL, or its `meta.zr`'s).
+pub fn open_remote(url: &str) -> zrecord::Result<BlockingStore> {
+    RemoteStore::open_blocking(url)
 }
 
 /// One batch of records to work on.

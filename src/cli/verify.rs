@@ -19,36 +19,60 @@
 //! overlapping each other, and schema bytes that differ from
 //! Python's `msgpack.dumps` of the same schema.
 //!
-//! Records are checked in parallel, in chunks. The layout check (records
-//! tile `data.zr` up to `tail_offset`, in any order) keeps 24 bytes per
-//! record and is skipped above 2^26 records.
+//! A **remote store** (`http(s)://` URL) is checked the same way on the bytes
+//! fetched with Range requests: the locations of 4,096 records at a time,
+//! then their stored frames in coalesced requests (at most 64 MiB a round).
+//! What HTTP cannot show is not checked, and the output says so: other files
+//! in the directory, and a `dict.zr` left beside a store whose codec is not
+//! `zstd_dict` (the reader never asks for it, and a missing file is not
+//! always a 404).
+//!
+//! Records are checked in parallel, in chunks, by one function whatever
+//! their bytes came from. The layout check (records tile `data.zr` up to
+//! `tail_offset`, in any order) keeps 24 bytes per record and is skipped
+//! above 2^26 records.
 
-use super::common::{CliResult, Ctx, Fail, Out};
-use super::records::is_url;
+use super::common::{size, CliResult, Ctx, Fail, Out};
+use super::records::{open_remote, url_of};
 use rayon::prelude::*;
 use serde_json::json;
 use std::fs::File;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
-use zrecord::format::{Codec, RecordLoc, Schema, DICT_MAGIC, HEADER_SIZE, LOC_SIZE, PAGE_SIZE};
+use zrecord::codec::Dict;
+use zrecord::format::decode::{check_dense_loc, decode_record};
+use zrecord::format::{
+    ragged, Codec, Geometry, RecordLoc, Schema, StoreInfo, DICT_MAGIC, HEADER_SIZE, LOC_SIZE, PAGE_SIZE,
+};
+use zrecord::remote::BlockingStore;
 use zrecord::source::{mmap::MmapSource, ByteSource};
 use zrecord::{Error, Store};
 use zstd::zstd_safe;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Store directory.
+    /// Store directory, or its http(s):// URL.
     store: PathBuf,
-    /// One JSON object: {"path", "len", "ok", "problems": [{"index", "message"}], "warnings": [...]}.
+    /// One JSON object: {"path", "len", "ok", "problems": [{"index", "message"}], "warnings": [...],
+    /// "not_checked": [...], "requests"} (the last two say what a remote check could not see
+    /// and what it cost; [] and null for a local store).
     #[arg(long)]
     json: bool,
 }
 
 /// Records checked per parallel round.
 const ROUND: u64 = 4096;
+/// Most stored bytes of a remote store fetched at once.
+const ROUND_BYTES: u64 = 64 << 20;
 /// Layout warnings listed one by one before they are only counted.
 const LAYOUT_LISTED: u64 = 5;
 /// Stores with more records skip the layout check (it keeps 24 bytes per record).
 const MAX_LAYOUT_RECORDS: u64 = 1 << 26;
+/// What a check over HTTP cannot see.
+const NOT_CHECKED_REMOTELY: [&str; 2] = [
+    "files other than meta.zr, data.zr and dict.zr in the store directory (HTTP cannot list it)",
+    "a dict.zr beside a store whose codec is not zstd_dict (never requested; servers do not always answer 404 for a missing file)",
+];
 
 struct Finding {
     index: Option<u64>,
@@ -70,33 +94,23 @@ impl Report {
     }
 }
 
+/// What a check found, and what it could not look at.
+struct Verified {
+    /// The directory, or the store's URL.
+    name: String,
+    len: u64,
+    report: Report,
+    /// Remote only: requests and bytes spent.
+    remote: Option<zrecord::remote::RemoteStats>,
+}
+
 pub fn run(ctx: &Ctx, a: Args) -> CliResult {
-    if is_url(&a.store) {
-        return Err(Fail::Msg(format!(
-            "{}: verify checks the files of a local store directory; copy the store first",
-            a.store.display()
-        )));
-    }
-    let dir = &a.store;
-    if !dir.is_dir() {
-        return Err(Fail::Msg(format!("{}: not found (no such store directory)", dir.display())));
-    }
-    let mut report = Report::default();
-    extra_files(dir, &mut report)?;
-    let name = dir.display().to_string();
-    let mut len = 0;
-    match Store::open(dir) {
-        Ok(store) => {
-            len = store.len();
-            check_files(&store, &mut report)?;
-            check_records(ctx, &store, &mut report)?;
-        }
-        Err(e @ (Error::BadFormat { .. } | Error::Unpublished { .. })) => {
-            report.problem(None, strip(&name, &e.to_string()));
-        }
-        Err(e) => return Err(e.into()),
-    }
+    let Verified { name, len, mut report, remote } = match url_of(&a.store) {
+        Some(url) => verify_remote(ctx, url)?,
+        None => verify_local(ctx, &a.store)?,
+    };
     report.problems.sort_by_key(|f| f.index);
+    let not_checked: &[&str] = if remote.is_some() { &NOT_CHECKED_REMOTELY } else { &[] };
     let mut out = Out::new();
     if a.json {
         let list = |v: &[Finding]| -> Vec<serde_json::Value> {
@@ -109,6 +123,8 @@ pub fn run(ctx: &Ctx, a: Args) -> CliResult {
                 "ok": report.problems.is_empty(),
                 "problems": list(&report.problems),
                 "warnings": list(&report.warnings),
+                "not_checked": not_checked,
+                "requests": remote.map(|r| r.requests),
             })
             .to_string(),
         )?;
@@ -122,6 +138,16 @@ pub fn run(ctx: &Ctx, a: Args) -> CliResult {
                     _ => format!("{what}: {}", f.message),
                 };
                 out.line(&line)?;
+            }
+        }
+        if let Some(r) = remote {
+            out.line(&format!(
+                "note: checked over HTTP: {} requests, {} received",
+                r.requests,
+                size(r.bytes)
+            ))?;
+            for what in not_checked {
+                out.line(&format!("note: not checked over HTTP: {what}"))?;
             }
         }
         let verdict = if report.problems.is_empty() { "ok" } else { "FAILED" };
@@ -144,6 +170,129 @@ fn strip(name: &str, text: &str) -> String {
     text.strip_prefix(name).and_then(|t| t.strip_prefix(": ")).unwrap_or(text).to_string()
 }
 
+/// A store that does not open because it breaks a rule: the problem to report.
+fn open_problem(e: &Error) -> Option<String> {
+    match e {
+        Error::BadFormat { store, .. } | Error::Unpublished { store, .. } => {
+            Some(strip(store, &e.to_string()))
+        }
+        _ => None,
+    }
+}
+
+fn verify_local(ctx: &Ctx, dir: &Path) -> CliResult<Verified> {
+    if !dir.is_dir() {
+        return Err(Fail::Msg(format!("{}: not found (no such store directory)", dir.display())));
+    }
+    let mut report = Report::default();
+    extra_files(dir, &mut report)?;
+    let name = dir.display().to_string();
+    let store = match Store::open(dir) {
+        Ok(store) => store,
+        Err(e) => {
+            report.problem(None, open_problem(&e).ok_or_else(|| Fail::from(e))?);
+            return Ok(Verified { name, len: 0, report, remote: None });
+        }
+    };
+    let info = store.info();
+    let page = read_prefix(&store.path().join("meta.zr"), PAGE_SIZE as usize)?;
+    check_files(info, &page, store.dict_bytes(), info.sizes.data, &mut report);
+    let data_path = store.path().join("data.zr");
+    let file = File::open(&data_path).map_err(|e| super::common::io_fail(&data_path, "open", e))?;
+    let data = MmapSource::new(&file).map_err(|e| super::common::io_fail(&data_path, "mmap", e))?;
+    let checker = Checker::new(info, store.dict_bytes());
+    check_records(ctx, info, &mut report, |range| {
+        Ok(range
+            .into_par_iter()
+            .map(|i| match store.loc(i) {
+                Ok(loc) => {
+                    let frame = data.slice(loc.offset, loc.phys_length as usize).unwrap_or(&[]);
+                    (Some(loc), checker.check(i, &loc, frame))
+                }
+                Err(e) => (None, vec![strip(&info.name, &e.to_string())]),
+            })
+            .collect())
+    })?;
+    Ok(Verified { name, len: store.len(), report, remote: None })
+}
+
+fn verify_remote(ctx: &Ctx, url: &str) -> CliResult<Verified> {
+    let mut report = Report::default();
+    // data.zr's size is an open-time rule on disk; over HTTP it costs a
+    // request, spent here so a short or unpublished data.zr is a problem too.
+    let opened = open_remote(url).and_then(|s| Ok((s.data_size()?, s)));
+    let (data_size, store) = match opened {
+        Ok(x) => x,
+        Err(e) => {
+            let problem = match &e {
+                Error::NotFound { store, what } if store.ends_with("/data.zr") => {
+                    Some(format!("data.zr is missing ({what})"))
+                }
+                e => open_problem(e),
+            };
+            report.problem(None, problem.ok_or_else(|| Fail::from(e))?);
+            let remote = Some(Default::default());
+            return Ok(Verified { name: url.to_string(), len: 0, report, remote });
+        }
+    };
+    let info = store.info();
+    check_files(info, store.static_page(), store.dict_bytes(), data_size, &mut report);
+    let checker = Checker::new(info, store.dict_bytes());
+    check_records(ctx, info, &mut report, |range| remote_round(&store, &checker, range))?;
+    Ok(Verified { name: store.url().to_string(), len: store.len(), report, remote: Some(store.stats()) })
+}
+
+/// One round of a remote check: the locations, then the frames of the valid
+/// ones, fetched in coalesced requests at most [`ROUND_BYTES`] at a time.
+fn remote_round(store: &BlockingStore, checker: &Checker, range: Range<u64>) -> CliResult<Vec<Checked>> {
+    let info = store.info();
+    let indices: Vec<u64> = range.collect();
+    let locs = store.raw_locs(&indices)?;
+    let mut results: Vec<Checked> = Vec::with_capacity(indices.len());
+    let mut valid: Vec<usize> = Vec::new();
+    for (k, (&i, loc)) in indices.iter().zip(&locs).enumerate() {
+        match loc.validate(&info.name, i, info.codec(), info.header.tail_offset) {
+            Ok(()) => {
+                valid.push(k);
+                results.push((Some(*loc), Vec::new()));
+            }
+            Err(e) => results.push((None, vec![strip(&info.name, &e.to_string())])),
+        }
+    }
+    let mut rest = valid.as_slice();
+    while !rest.is_empty() {
+        let mut bytes = 0u64;
+        let take = rest
+            .iter()
+            .position(|&k| {
+                bytes += u64::from(locs[k].phys_length);
+                bytes > ROUND_BYTES
+            })
+            .unwrap_or(rest.len())
+            .max(1);
+        let (group, tail) = rest.split_at(take);
+        rest = tail;
+        let ranges: Vec<Range<u64>> = group.iter().map(|&k| locs[k].offset..locs[k].end()).collect();
+        let stored = store.read_stored(&ranges)?;
+        let mut frames: Vec<&[u8]> = Vec::with_capacity(group.len());
+        let mut at = 0usize;
+        for r in &ranges {
+            let len = (r.end - r.start) as usize;
+            frames.push(&stored[at..at + len]);
+            at += len;
+        }
+        let found: Vec<Vec<String>> = group
+            .par_iter()
+            .zip(frames.par_iter())
+            .map(|(&k, frame)| checker.check(indices[k], &locs[k], frame))
+            .collect();
+        for (&k, f) in group.iter().zip(found) {
+            results[k].1 = f;
+        }
+    }
+    Ok(results)
+}
+
 fn extra_files(dir: &Path, report: &mut Report) -> CliResult {
     let entries = std::fs::read_dir(dir).map_err(|e| super::common::io_fail(dir, "list", e))?;
     let mut extra: Vec<String> = entries
@@ -163,10 +312,7 @@ fn extra_files(dir: &Path, report: &mut Report) -> CliResult {
 
 /// Checks on the files as a whole: the schema page, the dictionary, bytes
 /// past what the header publishes.
-fn check_files(store: &Store, report: &mut Report) -> CliResult {
-    let info = store.info();
-    let meta_path = store.path().join("meta.zr");
-    let page = read_prefix(&meta_path, PAGE_SIZE as usize)?;
+fn check_files(info: &StoreInfo, page: &[u8], dict: Option<&[u8]>, data_size: u64, report: &mut Report) {
     let schema_end = HEADER_SIZE + info.header.schema_length as usize;
     let nonzero = page[schema_end.min(page.len())..].iter().filter(|&&b| b != 0).count();
     if nonzero > 0 {
@@ -182,18 +328,18 @@ fn check_files(store: &Store, report: &mut Report) -> CliResult {
             "schema bytes differ from Python's msgpack.dumps of the same schema (other encoding or key order)".into(),
         );
     }
-    if let Some(d) = store.dict_bytes() {
+    if let Some(d) = dict {
         if !d.starts_with(&DICT_MAGIC) {
             report.problem(None, "dict.zr does not start with the zstd dictionary magic 37 A4 30 EC".into());
         }
     }
     let tail = info.header.tail_offset;
-    if info.sizes.data > tail {
+    if data_size > tail {
         report.warning(
             None,
             format!(
                 "data.zr holds {} bytes past tail_offset {tail} (left by an append that was never published?); readers ignore them",
-                info.sizes.data - tail
+                data_size - tail
             ),
         );
     }
@@ -209,7 +355,6 @@ fn check_files(store: &Store, report: &mut Report) -> CliResult {
             ),
         );
     }
-    Ok(())
 }
 
 fn read_prefix(path: &Path, n: usize) -> CliResult<Vec<u8>> {
@@ -221,65 +366,99 @@ fn read_prefix(path: &Path, n: usize) -> CliResult<Vec<u8>> {
     Ok(buf)
 }
 
-/// One record: its location, its stored frame, its decoded bytes.
-fn check_record(
-    store: &Store,
-    data: &MmapSource,
+/// The checks of one record on its stored bytes, wherever they came from.
+struct Checker<'a> {
+    info: &'a StoreInfo,
+    dict: Option<Dict>,
     dict_id: Option<u32>,
-    i: u64,
-) -> (Option<RecordLoc>, Vec<String>) {
-    let name = &store.info().name;
-    let mut found = Vec::new();
-    let loc = match store.loc(i) {
-        Ok(loc) => loc,
-        Err(e) => return (None, vec![strip(name, &e.to_string())]),
-    };
-    if store.codec() != Codec::Raw {
-        let frame = data.slice(loc.offset, loc.phys_length as usize).unwrap_or(&[]);
-        match zstd_safe::get_frame_content_size(frame) {
-            Ok(Some(_)) => {}
-            Ok(None) => found.push("zstd frame does not carry its content size".to_string()),
-            Err(_) => found.push("stored bytes are not a zstd frame (bad magic or frame header)".to_string()),
-        }
-        if let Ok(n) = zstd_safe::find_frame_compressed_size(frame) {
-            if n != frame.len() {
-                found.push(format!(
-                    "phys_length {} but the zstd frame is {n} bytes (a record is exactly one frame)",
-                    frame.len()
-                ));
-            }
-        }
-        let frame_dict = zstd_safe::get_dict_id_from_frame(frame).map(|d| d.get());
-        match (frame_dict, dict_id) {
-            (Some(f), None) => found.push(format!("zstd frame needs dictionary {f} but the codec is zstd")),
-            (Some(f), Some(d)) if f != d => found
-                .push(format!("zstd frame was compressed with dictionary {f}, dict.zr is dictionary {d}")),
-            _ => {}
-        }
-    }
-    // A frame already known to be broken would only fail again, less clearly.
-    if found.is_empty() {
-        if let Err(e) = store.get(i) {
-            found.push(strip(name, &e.to_string()));
-        }
-    }
-    (Some(loc), found)
 }
 
-fn check_records(ctx: &Ctx, store: &Store, report: &mut Report) -> CliResult {
-    let data_path = store.path().join("data.zr");
-    let file = File::open(&data_path).map_err(|e| super::common::io_fail(&data_path, "open", e))?;
-    let data = MmapSource::new(&file).map_err(|e| super::common::io_fail(&data_path, "mmap", e))?;
-    let dict_id = store.dict_bytes().and_then(zstd_safe::get_dict_id_from_dict).map(|d| d.get());
-    let bar = ctx.bar(store.len(), "verify");
-    let track_layout = store.len() <= MAX_LAYOUT_RECORDS;
+/// A record's location (when valid) and the problems found in it.
+type Checked = (Option<RecordLoc>, Vec<String>);
+
+impl<'a> Checker<'a> {
+    fn new(info: &'a StoreInfo, dict_bytes: Option<&[u8]>) -> Checker<'a> {
+        let dict_bytes = dict_bytes.filter(|_| info.codec() == Codec::ZstdDict);
+        Checker {
+            info,
+            // The store opened, so a zstd_dict store's dictionary loads.
+            dict: dict_bytes.and_then(|d| Dict::new(d).ok()),
+            dict_id: dict_bytes.and_then(zstd_safe::get_dict_id_from_dict).map(|d| d.get()),
+        }
+    }
+
+    /// Record `i`, whose location `loc` is valid, stored as `frame`.
+    fn check(&self, i: u64, loc: &RecordLoc, frame: &[u8]) -> Vec<String> {
+        let mut found = Vec::new();
+        if self.info.codec() != Codec::Raw {
+            match zstd_safe::get_frame_content_size(frame) {
+                Ok(Some(_)) => {}
+                Ok(None) => found.push("zstd frame does not carry its content size".to_string()),
+                Err(_) => {
+                    found.push("stored bytes are not a zstd frame (bad magic or frame header)".to_string())
+                }
+            }
+            if let Ok(n) = zstd_safe::find_frame_compressed_size(frame) {
+                if n != frame.len() {
+                    found.push(format!(
+                        "phys_length {} but the zstd frame is {n} bytes (a record is exactly one frame)",
+                        frame.len()
+                    ));
+                }
+            }
+            let frame_dict = zstd_safe::get_dict_id_from_frame(frame).map(|d| d.get());
+            match (frame_dict, self.dict_id) {
+                (Some(f), None) => {
+                    found.push(format!("zstd frame needs dictionary {f} but the codec is zstd"))
+                }
+                (Some(f), Some(d)) if f != d => found.push(format!(
+                    "zstd frame was compressed with dictionary {f}, dict.zr is dictionary {d}"
+                )),
+                _ => {}
+            }
+        }
+        // A frame already known to be broken would only fail again, less clearly.
+        if found.is_empty() {
+            if let Err(e) = self.decode(i, loc, frame) {
+                found.push(strip(&self.info.name, &e.to_string()));
+            }
+        }
+        found
+    }
+
+    /// Decode as a reader does: a Dense record is one row, a Ragged record's
+    /// shape prefix fits it.
+    fn decode(&self, i: u64, loc: &RecordLoc, frame: &[u8]) -> zrecord::Result<()> {
+        let info = self.info;
+        if let Some(row) = info.row_bytes() {
+            check_dense_loc(info, i, loc, row)?;
+        }
+        let mut record = vec![0u8; loc.logic_length as usize];
+        decode_record(info, i, self.dict.as_ref(), frame, &mut record)?;
+        if let Geometry::Ragged = info.geometry() {
+            ragged::parse_prefix(&record, info.dtype(), &mut Vec::new())
+                .map_err(|why| Error::CorruptRecord { store: info.name.clone(), index: i, why })?;
+        }
+        Ok(())
+    }
+}
+
+/// Check every record, a round at a time: `round` gives each record of a
+/// range its valid location (if any) and problems.
+fn check_records(
+    ctx: &Ctx,
+    info: &StoreInfo,
+    report: &mut Report,
+    mut round: impl FnMut(Range<u64>) -> CliResult<Vec<Checked>>,
+) -> CliResult {
+    let len = info.len();
+    let bar = ctx.bar(len, "verify");
+    let track_layout = len <= MAX_LAYOUT_RECORDS;
     let mut spans: Vec<(u64, u64, u64)> = Vec::new();
     let mut at = 0;
-    while at < store.len() {
-        let end = (at + ROUND).min(store.len());
-        let results: Vec<_> =
-            (at..end).into_par_iter().map(|i| check_record(store, &data, dict_id, i)).collect();
-        for (i, (loc, found)) in (at..end).zip(results) {
+    while at < len {
+        let end = (at + ROUND).min(len);
+        for (i, (loc, found)) in (at..end).zip(round(at..end)?) {
             for message in found {
                 report.problem(Some(i), message);
             }
@@ -292,7 +471,7 @@ fn check_records(ctx: &Ctx, store: &Store, report: &mut Report) -> CliResult {
     }
     bar.finish_and_clear();
     if track_layout {
-        check_layout(spans, store.info().header.tail_offset, report);
+        check_layout(spans, info.header.tail_offset, report);
     }
     Ok(())
 }

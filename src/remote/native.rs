@@ -280,6 +280,10 @@ impl BlockingStore {
     pub fn schema_bytes(&self) -> &[u8] {
         self.inner.schema_bytes()
     }
+    /// See [`RemoteStore::static_page`].
+    pub fn static_page(&self) -> &[u8] {
+        self.inner.static_page()
+    }
     /// `tail_offset`.
     pub fn stored_bytes(&self) -> u64 {
         self.inner.stored_bytes()
@@ -305,6 +309,27 @@ impl BlockingStore {
     /// As [`RemoteStore::locs`].
     pub fn locs(&self, start: u64, count: u64) -> Result<Vec<RecordLoc>> {
         block_on(self.inner.locs(start, count))
+    }
+    /// See [`RemoteStore::raw_locs`].
+    ///
+    /// # Errors
+    /// As [`RemoteStore::raw_locs`].
+    pub fn raw_locs(&self, indices: &[u64]) -> Result<Vec<RecordLoc>> {
+        block_on(self.inner.raw_locs(indices))
+    }
+    /// See [`RemoteStore::read_stored`].
+    ///
+    /// # Errors
+    /// As [`RemoteStore::read_stored`].
+    pub fn read_stored(&self, ranges: &[std::ops::Range<u64>]) -> Result<Vec<u8>> {
+        block_on(self.inner.read_stored(ranges))
+    }
+    /// See [`RemoteStore::data_size`].
+    ///
+    /// # Errors
+    /// As [`RemoteStore::data_size`].
+    pub fn data_size(&self) -> Result<u64> {
+        block_on(self.inner.data_size())
     }
     /// Record `index`'s validated location.
     ///

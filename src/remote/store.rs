@@ -151,6 +151,8 @@ pub struct RemoteStore<C> {
     info: StoreInfo,
     dict: Option<Dict>,
     dict_bytes: Option<Vec<u8>>,
+    /// `meta.zr`'s static page as read at open (for checkers: its padding).
+    static_page: Box<[u8]>,
     pages: Mutex<PageCache>,
 }
 
@@ -248,12 +250,14 @@ impl<C: RangeClient> RemoteStore<C> {
             }
             _ => None,
         };
+        let static_page = head.bytes[..head.bytes.len().min(PAGE_SIZE as usize)].into();
         let store = RemoteStore {
             pages: Mutex::new(PageCache::new(conn.options.cache_pages)),
             conn,
             info,
             dict,
             dict_bytes,
+            static_page,
         };
         let first = store.page_range(0);
         if !first.is_empty() {
@@ -307,6 +311,11 @@ impl<C: RangeClient> RemoteStore<C> {
     /// The schema's MsgPack bytes as stored.
     pub fn schema_bytes(&self) -> &[u8] {
         &self.info.schema_bytes
+    }
+    /// The first 4096 bytes of `meta.zr` (Header, schema, padding) as read
+    /// at open; fewer only when the file is shorter.
+    pub fn static_page(&self) -> &[u8] {
+        &self.static_page
     }
     /// Stored bytes of the published records (`tail_offset`).
     pub fn stored_bytes(&self) -> u64 {
@@ -427,11 +436,15 @@ impl<C: RangeClient> RemoteStore<C> {
             .collect()
     }
 
-    /// Fetch the records at validated `locs` (coalesced, bounded concurrency)
-    /// and decode record `k` into `parts[k]`.
-    async fn fetch_decode(&self, indices: &[u64], locs: &[RecordLoc], parts: &mut [&mut [u8]]) -> Result<()> {
-        let ranges: Vec<Range<u64>> = locs.iter().map(|l| l.offset..l.end()).collect();
-        let fetches = coalesce(&ranges, self.conn.options.max_gap, self.conn.options.max_request);
+    /// Fetch `data.zr` byte ranges (each within `tail_offset`, none empty):
+    /// coalesced, with bounded concurrency, handing range `m`'s bytes to
+    /// `each(m, bytes)` as its request completes.
+    async fn fetch_ranges(
+        &self,
+        ranges: &[Range<u64>],
+        mut each: impl FnMut(usize, &[u8]) -> Result<()>,
+    ) -> Result<()> {
+        let fetches = coalesce(ranges, self.conn.options.max_gap, self.conn.options.max_request);
         let futures: Vec<LocalBoxFuture<'_, Result<Vec<u8>>>> = fetches
             .iter()
             .map(|f| {
@@ -446,10 +459,18 @@ impl<C: RangeClient> RemoteStore<C> {
             for &m in &f.members {
                 let r = &ranges[m];
                 let at = (r.start - f.range.start) as usize;
-                let src = &bytes[at..at + (r.end - r.start) as usize];
-                decode::decode_record(&self.info, indices[m], self.dict.as_ref(), src, parts[m])?;
+                each(m, &bytes[at..at + (r.end - r.start) as usize])?;
             }
             Ok(())
+        })
+        .await
+    }
+
+    /// Fetch the records at validated `locs` and decode record `k` into `parts[k]`.
+    async fn fetch_decode(&self, indices: &[u64], locs: &[RecordLoc], parts: &mut [&mut [u8]]) -> Result<()> {
+        let ranges: Vec<Range<u64>> = locs.iter().map(|l| l.offset..l.end()).collect();
+        self.fetch_ranges(&ranges, |m, src| {
+            decode::decode_record(&self.info, indices[m], self.dict.as_ref(), src, parts[m])
         })
         .await
     }
@@ -487,6 +508,68 @@ impl<C: RangeClient> RemoteStore<C> {
             loc.validate(&self.info.name, i, self.codec(), self.info.header.tail_offset)?;
         }
         Ok(locs)
+    }
+
+    /// Locations of `indices` exactly as stored in `meta.zr`, not validated.
+    ///
+    /// For checkers such as `zrecord verify`, which report every broken
+    /// location instead of stopping at the first; readers want
+    /// [`RemoteStore::locs`]. Costs what a gather's lookup costs (cached
+    /// 64 KiB pages, consecutive missing ones in one request).
+    ///
+    /// # Errors
+    /// `IndexOutOfRange` (before any request), and the request errors of
+    /// [`RemoteStore::open`].
+    pub async fn raw_locs(&self, indices: &[u64]) -> Result<Vec<RecordLoc>> {
+        self.info.check_indices(indices)?;
+        self.locate(indices).await
+    }
+
+    /// Bytes of `data.zr` as stored (record frames, for checkers), the
+    /// `ranges` concatenated in the order given. Fetched as a gather fetches
+    /// records: coalesced, with bounded concurrency.
+    ///
+    /// # Errors
+    /// `InvalidArgument` for an empty range or one reaching past
+    /// `tail_offset` (before any request), and the request errors of
+    /// [`RemoteStore::open`].
+    pub async fn read_stored(&self, ranges: &[Range<u64>]) -> Result<Vec<u8>> {
+        let tail = self.info.header.tail_offset;
+        if let Some(r) = ranges.iter().find(|r| r.start >= r.end || r.end > tail) {
+            return Err(self.invalid(&format!(
+                "data.zr bytes {}..{} are empty or reach past tail_offset {tail}",
+                r.start, r.end
+            )));
+        }
+        let total: u64 = ranges.iter().map(|r| r.end - r.start).sum();
+        let total = usize::try_from(total).map_err(|_| self.invalid("ranges larger than memory"))?;
+        let mut out = vec![0u8; total];
+        let mut parts: Vec<&mut [u8]> = Vec::with_capacity(ranges.len());
+        let mut rest = out.as_mut_slice();
+        for r in ranges {
+            let (part, tail) = std::mem::take(&mut rest).split_at_mut((r.end - r.start) as usize);
+            parts.push(part);
+            rest = tail;
+        }
+        self.fetch_ranges(ranges, |m, src| {
+            parts[m].copy_from_slice(src);
+            Ok(())
+        })
+        .await?;
+        Ok(out)
+    }
+
+    /// The size of `data.zr`: known once a data request has answered, else
+    /// asked for with a one-byte request. Either way the format's rules on
+    /// it (at least `tail_offset` bytes; none for an empty store) are applied.
+    ///
+    /// # Errors
+    /// `BadFormat`, `Unpublished`, and the request errors of [`RemoteStore::open`].
+    pub async fn data_size(&self) -> Result<u64> {
+        if let Some(size) = self.file_sizes().data {
+            return Ok(size);
+        }
+        Ok(self.conn.fetch(File::Data, 0..1, true, Some(&self.info)).await?.total)
     }
 
     /// Gather Dense records into `out` (exactly `indices.len() * row_bytes`

@@ -72,6 +72,7 @@ use std::time::{Duration, Instant};
 use crate::{Error, Result};
 use handler::Site;
 use http::{read_request, write_response, Framing, ReadError, Response};
+pub use stores::{list_stores, ListedStore};
 
 /// The embedded-asset lookup: a path such as `index.html` or
 /// `pkg/zrecord_bg.wasm` (decoded, no leading `/`) to its bytes and

@@ -9,6 +9,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use super::path::{percent_encode_segment, resolve};
+use crate::{Error, Result};
 
 /// Stop walking after this many directories, whatever the depth.
 const MAX_DIRS: usize = 10_000;
@@ -21,6 +22,42 @@ pub(crate) struct StoreEntry {
     pub segments: Vec<String>,
     /// `(file name, size)` for each of `meta.zr`, `data.zr`, `dict.zr` present.
     pub files: Vec<(&'static str, u64)>,
+}
+
+impl StoreEntry {
+    /// Its URL path on the server: `/a/b%20c/` (`/` for the root itself).
+    pub fn url(&self) -> String {
+        let mut url = String::from("/");
+        for seg in &self.segments {
+            url.push_str(&percent_encode_segment(seg));
+            url.push('/');
+        }
+        url
+    }
+}
+
+/// A store directory under a served root, as `/api/stores` lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListedStore {
+    /// Path from the root, `/`-separated; empty for the root itself.
+    pub path: String,
+    /// Its URL path on the server, percent-encoded, ending in `/`
+    /// (`/a/b%20c/`; `/` for the root itself).
+    pub url: String,
+}
+
+/// The store directories a server of `root` lists at `/api/stores`, down to
+/// `max_depth` levels ([`super::ServeConfig::store_depth`]), sorted by path:
+/// for a caller that wants to name them before serving (`zrecord serve`).
+///
+/// # Errors
+/// [`Error::Io`] if `root` cannot be resolved.
+pub fn list_stores(root: &Path, max_depth: usize) -> Result<Vec<ListedStore>> {
+    let canonical = root.canonicalize().map_err(|e| Error::io(root, "open serve root", e))?;
+    Ok(find_stores(&canonical, max_depth)
+        .into_iter()
+        .map(|s| ListedStore { path: s.segments.join("/"), url: s.url() })
+        .collect())
 }
 
 /// Every store directory under `root` (canonical) down to `max_depth`
@@ -76,11 +113,7 @@ pub(crate) fn stores_json(root: &Path, max_depth: usize) -> String {
     let mut out = String::from("[");
     for (i, s) in find_stores(root, max_depth).iter().enumerate() {
         out.push_str(if i == 0 { "\n  " } else { ",\n  " });
-        let mut url = String::from("/");
-        for seg in &s.segments {
-            url.push_str(&percent_encode_segment(seg));
-            url.push('/');
-        }
+        let url = s.url();
         let _ = write!(
             out,
             "{{\"path\": {}, \"url\": {}, \"files\": {{",
@@ -150,5 +183,11 @@ mod tests {
         let json = stores_json(&root, 3);
         assert!(json.contains(r#"{"path": "b/c d", "url": "/b/c%20d/", "files": {"meta.zr": 1, "data.zr": 2, "dict.zr": 4}}"#), "{json}");
         assert_eq!(stores_json(&root.join("nometa"), 3), "[\n]\n");
+        let listed = list_stores(&root, 3).unwrap();
+        assert_eq!(listed[1], ListedStore { path: "b/c d".into(), url: "/b/c%20d/".into() });
+        assert_eq!(
+            list_stores(&root.join("a"), 0).unwrap(),
+            [ListedStore { path: "".into(), url: "/".into() }]
+        );
     }
 }

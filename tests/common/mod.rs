@@ -107,3 +107,17 @@ where
     }
     out
 }
+
+/// Overwrite the start of record `i`'s stored zstd frame (its magic number).
+///
+/// Flipping bytes inside a frame is not always detectable: loaderx writes
+/// frames without checksums, so damaged literals can decode to the right
+/// length with the wrong content. Damage to the frame's structure always is.
+pub fn damage_record(store: &Path, i: u64) {
+    let meta = std::fs::read(store.join("meta.zr")).unwrap();
+    let at = 4096 + 16 * i as usize;
+    let offset = u64::from_le_bytes(meta[at..at + 8].try_into().unwrap()) as usize;
+    let mut data = std::fs::read(store.join("data.zr")).unwrap();
+    data[offset..offset + 4].copy_from_slice(b"oops");
+    std::fs::write(store.join("data.zr"), data).unwrap();
+}

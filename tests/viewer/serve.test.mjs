@@ -1,4 +1,4 @@
-// The viewer served by `zrecord serve` (examples/serve_viewer.rs), reading
+// The viewer served by `zrecord serve`, reading
 // the loaderx 2.0.1 fixtures from the same server.
 
 import { test, before, after } from 'node:test';
