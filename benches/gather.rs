@@ -5,6 +5,8 @@
 //! cargo bench --bench gather                       # all rows, ~1 s each
 //! cargo bench --bench gather -- --filter tokens    # rows whose name contains "tokens"
 //! cargo bench --bench gather -- --scale 1 --secs 2
+//! valgrind --tool=callgrind --toggle-collect='*time_batches*' target/release/deps/gather-HASH \
+//!     --filter dense-tokens/raw/mmap --scale 0.05 --batches 200   # instructions per batch
 //! ```
 //!
 //! Reports records/s, MiB/s (decoded payload), p50/p95 batch latency, and what
@@ -26,10 +28,12 @@ struct Args {
     secs: f64,
     scale: f64,
     seed: u64,
+    /// A fixed number of timed batches instead of `secs` (for instruction counts).
+    batches: Option<usize>,
 }
 
 fn parse_args() -> Args {
-    let mut a = Args { filter: None, secs: 1.0, scale: 0.5, seed: 20_240_501 };
+    let mut a = Args { filter: None, secs: 1.0, scale: 0.5, seed: 20_240_501, batches: None };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
         let mut value = || it.next().unwrap_or_else(|| panic!("{arg} needs a value"));
@@ -38,6 +42,7 @@ fn parse_args() -> Args {
             "--secs" => a.secs = value().parse().expect("--secs SECONDS"),
             "--scale" => a.scale = value().parse().expect("--scale FACTOR"),
             "--seed" => a.seed = value().parse().expect("--seed N"),
+            "--batches" => a.batches = Some(value().parse().expect("--batches N")),
             "--bench" => {}
             other if !other.starts_with("--") => a.filter = Some(other.to_string()),
             other => panic!("unknown option {other} (--filter S, --secs F, --scale F, --seed N)"),
@@ -87,8 +92,16 @@ fn main() {
                     out.check(&data, b);
                 }
                 let mut cursor = 0;
-                time_gathers(&store, &data, &mut out, &batches, &mut cursor, args.secs / 10.0);
-                let t = time_gathers(&store, &data, &mut out, &batches, &mut cursor, args.secs);
+                let t = match args.batches {
+                    Some(count) => {
+                        time_batches(&store, &data, &mut out, &batches, &mut cursor, f64::INFINITY, count / 10);
+                        time_batches(&store, &data, &mut out, &batches, &mut cursor, f64::INFINITY, count)
+                    }
+                    None => {
+                        time_gathers(&store, &data, &mut out, &batches, &mut cursor, args.secs / 10.0);
+                        time_gathers(&store, &data, &mut out, &batches, &mut cursor, args.secs)
+                    }
+                };
                 let nb = t.latencies.len() as f64;
                 println!(
                     "| {name} | {mean_record} B | {:.0} | {:.1} | {:.1} | {:.1} | {:.2} | {:.0} |",

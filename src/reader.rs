@@ -285,6 +285,43 @@ impl Store {
         Ok(RecordLoc::decode(&b))
     }
 
+    /// The location table and the published data bytes, borrowed once per
+    /// gather when the backend holds them in memory (mmap), so the per-record
+    /// path is plain slice indexing instead of a backend call per access.
+    fn view(&self) -> View<'_> {
+        let table = match &self.table {
+            Some(t) => Some(t.as_slice()),
+            None => usize::try_from(self.len() * LOC_SIZE).ok().and_then(|n| self.meta.slice(PAGE_SIZE, n)),
+        };
+        let data = usize::try_from(self.info.header.tail_offset).ok().and_then(|n| self.data.slice(0, n));
+        View { table, data }
+    }
+
+    /// Record `index`'s location (not validated), from the view when it has the table.
+    #[inline]
+    fn loc_in(&self, view: &View<'_>, index: u64) -> Result<RecordLoc> {
+        match view.table {
+            Some(t) => Ok(RecordLoc::from_table(t, index as usize)),
+            None => self.loc_unchecked(index),
+        }
+    }
+
+    /// As [`Store::read_record`], slicing the view's data when it has it.
+    #[inline]
+    fn read_record_in(&self, view: &View<'_>, index: u64, loc: &RecordLoc, dst: &mut [u8]) -> Result<()> {
+        match view.data {
+            // The location is validated: `offset + phys_length <= tail_offset`.
+            Some(d) => decode::decode_record(
+                &self.info,
+                index,
+                self.dict.as_ref(),
+                &d[loc.offset as usize..loc.end() as usize],
+                dst,
+            ),
+            None => self.read_record(index, loc, dst),
+        }
+    }
+
     fn io_err(&self, file: &str, e: io::Error) -> Error {
         Error::io(self.dir.join(file), "read", e)
     }
@@ -344,10 +381,14 @@ impl Store {
         if row == 0 || indices.is_empty() {
             return Ok(());
         }
+        let view = self.view();
+        let (codec, tail) = (self.codec(), self.info.header.tail_offset);
         let one = |(dst, &index): (&mut [u8], &u64)| -> Result<()> {
-            let loc = self.loc_unchecked(index)?;
-            decode::check_dense_loc(&self.info, index, &loc, row as u64)?;
-            self.read_record(index, &loc, dst)
+            let loc = self.loc_in(&view, index)?;
+            if !loc.is_valid_row(codec, tail, row as u64) {
+                decode::check_dense_loc(&self.info, index, &loc, row as u64)?;
+            }
+            self.read_record_in(&view, index, &loc, dst)
         };
         if self.parallel(out.len(), indices.len()) {
             out.par_chunks_mut(row).zip(indices.par_iter()).with_min_len(8).try_for_each(one)
@@ -507,6 +548,12 @@ impl Store {
     pub fn logical_bytes(&self) -> Result<u64> {
         (0..self.len()).try_fold(0u64, |acc, i| Ok(acc + u64::from(self.loc_unchecked(i)?.logic_length)))
     }
+}
+
+/// Borrowed in-memory views of a store's files (see [`Store::view`]).
+struct View<'a> {
+    table: Option<&'a [u8]>,
+    data: Option<&'a [u8]>,
 }
 
 /// `read_exact` from the start of a file without moving a shared cursor.

@@ -545,9 +545,23 @@ pub fn time_gathers(
     cursor: &mut usize,
     min_secs: f64,
 ) -> Timed {
+    time_batches(store, data, out, batches, cursor, min_secs, usize::MAX)
+}
+
+/// As [`time_gathers`], stopping after `max_batches` batches or `min_secs`, whichever comes first.
+#[inline(never)]
+pub fn time_batches(
+    store: &zrecord::Store,
+    data: &Data,
+    out: &mut Output,
+    batches: &[Vec<u64>],
+    cursor: &mut usize,
+    min_secs: f64,
+    max_batches: usize,
+) -> Timed {
     let mut t = Timed::default();
     let mut total = 0.0;
-    while total < min_secs {
+    while total < min_secs && t.latencies.len() < max_batches {
         let b = &batches[*cursor % batches.len()];
         *cursor += 1;
         let (calls0, bytes0) = alloc_counts();

@@ -10,6 +10,7 @@ use std::ops::Range;
 ///
 /// # Errors
 /// `CorruptRecord` when the frame fails or decodes to another size.
+#[inline]
 pub fn decode_record(
     info: &StoreInfo,
     index: u64,
