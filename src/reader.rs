@@ -457,39 +457,71 @@ impl Store {
             return Err(self.invalid("this is a Dense store; use gather"));
         }
         self.info.check_indices(indices)?;
-        let locs = indices
-            .iter()
-            .map(|&i| {
-                let loc = self.loc_unchecked(i)?;
-                loc.validate(&self.info.name, i, self.codec(), self.info.header.tail_offset)?;
-                Ok(loc)
-            })
-            .collect::<Result<Vec<_>>>()?;
-        let (slots, total) = decode::ragged_slots(&locs).map_err(|why| self.invalid(&why))?;
-        batch.data.resize(total);
-        let mut parts = Vec::with_capacity(slots.len());
-        let mut rest = batch.data.as_mut_slice();
+        let view = self.view();
+        let (codec, tail) = (self.codec(), self.info.header.tail_offset);
+        // The batch's scratch vectors are reused, so a warm batch allocates nothing.
+        let mut locs = std::mem::take(&mut batch.locs);
+        let mut slots = std::mem::take(&mut batch.slots);
+        let result = (|| {
+            locs.clear();
+            for &i in indices {
+                let loc = self.loc_in(&view, i)?;
+                if !loc.is_valid(codec, tail) {
+                    loc.validate(&self.info.name, i, codec, tail)?;
+                }
+                locs.push(loc);
+            }
+            match view.data.filter(|_| codec == Codec::Raw) {
+                Some(data) => self.gather_ragged_raw(data, indices, &locs, batch),
+                None => self.gather_ragged_slots(&view, indices, &locs, &mut slots, batch),
+            }
+        })();
+        batch.locs = locs;
+        batch.slots = slots;
+        result
+    }
+
+    /// Raw records in memory: parse each prefix where it lies and copy only
+    /// the payload, once, to its final aligned place.
+    fn gather_ragged_raw(
+        &self,
+        data: &[u8],
+        indices: &[u64],
+        locs: &[RecordLoc],
+        batch: &mut RaggedBatch,
+    ) -> Result<()> {
+        let src = |loc: &RecordLoc| &data[loc.offset as usize..loc.end() as usize];
+        decode::begin_ragged(batch);
         let mut at = 0;
-        for slot in &slots {
-            let (_, tail) = rest.split_at_mut(slot.start - at);
-            let (mine, tail) = tail.split_at_mut(slot.len());
-            parts.push(mine);
-            rest = tail;
-            at = slot.end;
+        for (&index, loc) in indices.iter().zip(locs) {
+            decode::place_ragged(&self.info, index, src(loc), &mut at, batch)?;
         }
-        let one =
-            |((dst, &index), loc): ((&mut &mut [u8], &u64), &RecordLoc)| self.read_record(index, loc, dst);
-        if self.parallel(total, indices.len()) {
-            parts
-                .par_iter_mut()
-                .zip(indices.par_iter())
-                .zip(locs.par_iter())
-                .with_min_len(4)
-                .try_for_each(one)?;
-        } else {
-            parts.iter_mut().zip(indices.iter()).zip(locs.iter()).try_for_each(one)?;
-        }
-        decode::compact_ragged(&self.info, indices, &slots, batch)
+        batch.data.resize(at);
+        let spans = std::mem::take(&mut batch.spans);
+        let copy = |k: usize, dst: &mut [u8]| {
+            let record = src(&locs[k]);
+            dst.copy_from_slice(&record[record.len() - dst.len()..]);
+            Ok(())
+        };
+        let result = for_each_span(batch.data.as_mut_slice(), &spans, self.parallel(at, indices.len()), &copy);
+        batch.spans = spans;
+        result
+    }
+
+    /// Decode every record into a slot of the batch buffer, then compact.
+    fn gather_ragged_slots(
+        &self,
+        view: &View<'_>,
+        indices: &[u64],
+        locs: &[RecordLoc],
+        slots: &mut Vec<std::ops::Range<usize>>,
+        batch: &mut RaggedBatch,
+    ) -> Result<()> {
+        let total = decode::ragged_slots_into(locs, slots).map_err(|why| self.invalid(&why))?;
+        batch.data.resize(total);
+        let decode = |k: usize, dst: &mut [u8]| self.read_record_in(view, indices[k], &locs[k], dst);
+        for_each_span(batch.data.as_mut_slice(), slots, self.parallel(total, indices.len()), &decode)?;
+        decode::compact_ragged(&self.info, indices, slots, batch)
     }
 
     /// Gather into either kind of batch (the loader's entry point).
@@ -548,6 +580,35 @@ impl Store {
     pub fn logical_bytes(&self) -> Result<u64> {
         (0..self.len()).try_fold(0u64, |acc, i| Ok(acc + u64::from(self.loc_unchecked(i)?.logic_length)))
     }
+}
+
+/// Call `f(k, &mut buf[spans[k]])` for every span (sorted, disjoint), across
+/// threads when `parallel`, by splitting the buffer in halves at span
+/// boundaries: no per-gather list of sub-slices is allocated.
+fn for_each_span<F>(buf: &mut [u8], spans: &[std::ops::Range<usize>], parallel: bool, f: &F) -> Result<()>
+where
+    F: Fn(usize, &mut [u8]) -> Result<()> + Sync,
+{
+    fn go<F>(buf: &mut [u8], base: usize, first: usize, spans: &[std::ops::Range<usize>], par: bool, f: &F) -> Result<()>
+    where
+        F: Fn(usize, &mut [u8]) -> Result<()> + Sync,
+    {
+        if !par || spans.len() <= 4 {
+            return spans
+                .iter()
+                .enumerate()
+                .try_for_each(|(k, s)| f(first + k, &mut buf[s.start - base..s.end - base]));
+        }
+        let mid = spans.len() / 2;
+        let cut = spans[mid].start;
+        let (left, right) = buf.split_at_mut(cut - base);
+        let (a, b) = rayon::join(
+            || go(left, base, first, &spans[..mid], par, f),
+            || go(right, cut, first + mid, &spans[mid..], par, f),
+        );
+        a.and(b)
+    }
+    go(buf, 0, 0, spans, parallel, f)
 }
 
 /// Borrowed in-memory views of a store's files (see [`Store::view`]).
