@@ -51,13 +51,14 @@ struct Args {
     json: Option<PathBuf>,
     workdir: PathBuf,
     workloads: Vec<Workload>,
+    codecs: Vec<Codec>,
     peers: bool,
     keep: bool,
     venv: PathBuf,
 }
 
 const USAGE: &str = "options: --scale F (1) --quick --secs F (2, timed seconds per row) --rounds N (3) \
-    --json FILE --workdir DIR --workloads a,b --no-peers --keep --venv DIR --seed N";
+    --json FILE --workdir DIR --workloads a,b --codecs raw,zstd,zstd_dict --no-peers --keep --venv DIR --seed N";
 
 fn parse_args() -> Args {
     let home = std::env::var("HOME").unwrap_or_else(|_| ".".into());
@@ -74,6 +75,7 @@ fn parse_args() -> Args {
         json: None,
         workdir: std::env::temp_dir().join("zrecord-compare"),
         workloads: Workload::ALL.to_vec(),
+        codecs: CODECS.to_vec(),
         peers: true,
         keep: false,
         venv,
@@ -99,6 +101,14 @@ fn parse_args() -> Args {
                 a.workloads = value()
                     .split(',')
                     .map(|w| Workload::parse(w).unwrap_or_else(|| panic!("unknown workload {w}")))
+                    .collect()
+            }
+            "--codecs" => {
+                a.codecs = value()
+                    .split(',')
+                    .map(|c| {
+                        CODECS.into_iter().find(|k| k.name() == c).unwrap_or_else(|| panic!("unknown codec {c}"))
+                    })
                     .collect()
             }
             "--no-peers" => a.peers = false,
@@ -286,7 +296,7 @@ fn run_workload(workload: Workload, args: &Args, python: Option<&Path>) -> Outco
 
     // Writes: each system its own, same records, same append calls.
     let mut rows = Vec::new();
-    for codec in CODECS {
+    for &codec in &args.codecs {
         let dir = work.join(format!("zrecord-{}", codec.name()));
         let t = Instant::now();
         let dict = (codec == Codec::ZstdDict).then(|| train_dict(&data));
@@ -310,7 +320,7 @@ fn run_workload(workload: Workload, args: &Args, python: Option<&Path>) -> Outco
         }
         println!("{note}");
     }
-    if peer.is_some() && workload.is_dense() {
+    if peer.is_some() && workload.is_dense() && args.codecs.contains(&Codec::Raw) {
         rows.push(Row::new("numpy-mmap", Codec::Raw, None, disk_bytes(&work.join("data.npy"))));
     }
 

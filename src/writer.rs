@@ -232,8 +232,12 @@ impl Writer {
         }
         let per_window = (WINDOW_BYTES / row).max(1);
         for window in rows.chunks(per_window * row) {
-            let records: Vec<&[u8]> = window.chunks(row).collect();
-            self.write_window(&records, None)?;
+            if self.codec == Codec::Raw {
+                self.write_raw_rows(window, row)?;
+            } else {
+                let records: Vec<&[u8]> = window.chunks(row).collect();
+                self.write_window(&records, None)?;
+            }
         }
         Ok(())
     }
@@ -313,7 +317,6 @@ impl Writer {
         if n == 0 {
             return Ok(());
         }
-        let raw_dense = self.codec == Codec::Raw && ragged_records.is_none();
         let chunks = if n >= 16 { (rayon::current_num_threads() * 4).min(n) } else { 1 };
         let per = n.div_ceil(chunks);
         let encode_chunk = |c: usize| -> std::result::Result<(Vec<u8>, Vec<(u32, u32)>), String> {
@@ -330,9 +333,7 @@ impl Writer {
                     }
                     None => rows[k],
                 };
-                let phys = if raw_dense {
-                    logical.len()
-                } else if self.codec == Codec::Raw {
+                let phys = if self.codec == Codec::Raw {
                     out.extend_from_slice(logical);
                     logical.len()
                 } else {
@@ -342,7 +343,7 @@ impl Writer {
             }
             Ok((out, lens))
         };
-        let encoded: Vec<_> = if chunks > 1 && !raw_dense {
+        let encoded: Vec<_> = if chunks > 1 {
             (0..chunks).into_par_iter().map(encode_chunk).collect::<std::result::Result<_, _>>()
         } else {
             (0..chunks).map(encode_chunk).collect::<std::result::Result<_, _>>()
@@ -350,26 +351,10 @@ impl Writer {
         .map_err(|why| Error::InvalidArgument { store: self.name.clone(), why })?;
 
         let total: u64 = encoded.iter().flat_map(|(_, l)| l).map(|&(p, _)| u64::from(p)).sum();
-        if self.tail.checked_add(total).is_none_or(|t| t > MAX_TAIL) {
-            return Err(Error::StoreFull {
-                store: self.name.clone(),
-                why: format!("data.zr would pass 2^63-1 bytes (at {})", self.tail),
-            });
-        }
+        self.check_room(total)?;
         let mut at = self.tail;
         let mut locs = Vec::with_capacity(n * 16);
-        for (c, (bytes, lens)) in encoded.iter().enumerate() {
-            if raw_dense {
-                let first = c * per;
-                for (k, &(phys, _)) in lens.iter().enumerate() {
-                    self.write_data(at, rows[first + k])?;
-                    locs.extend_from_slice(
-                        &RecordLoc { offset: at, phys_length: phys, logic_length: phys }.encode(),
-                    );
-                    at += u64::from(phys);
-                }
-                continue;
-            }
+        for (bytes, lens) in &encoded {
             self.write_data(at, bytes)?;
             for &(phys, logic) in lens {
                 locs.extend_from_slice(
@@ -378,11 +363,41 @@ impl Writer {
                 at += u64::from(phys);
             }
         }
+        self.write_locs(n, &locs, at)
+    }
+
+    /// Raw Dense rows are stored as they are, back to back: one write for the
+    /// whole window (not one per row), then its locations.
+    fn write_raw_rows(&mut self, window: &[u8], row: usize) -> Result<()> {
+        self.check_room(window.len() as u64)?;
+        let n = window.len() / row;
+        let mut locs = Vec::with_capacity(n * 16);
+        for k in 0..n as u64 {
+            let loc = RecordLoc { offset: self.tail + k * row as u64, phys_length: row as u32, logic_length: row as u32 };
+            locs.extend_from_slice(&loc.encode());
+        }
+        self.write_data(self.tail, window)?;
+        self.write_locs(n, &locs, self.tail + window.len() as u64)
+    }
+
+    /// Fail with `StoreFull` unless `bytes` more fit under `MAX_TAIL`.
+    fn check_room(&self, bytes: u64) -> Result<()> {
+        if self.tail.checked_add(bytes).is_none_or(|t| t > MAX_TAIL) {
+            return Err(Error::StoreFull {
+                store: self.name.clone(),
+                why: format!("data.zr would pass 2^63-1 bytes (at {})", self.tail),
+            });
+        }
+        Ok(())
+    }
+
+    /// Write the locations of `n` records just written and advance to `tail`.
+    fn write_locs(&mut self, n: usize, locs: &[u8], tail: u64) -> Result<()> {
         self.meta
-            .write_all_at(&locs, RecordLoc::position(self.length))
+            .write_all_at(locs, RecordLoc::position(self.length))
             .map_err(|e| Error::io(self.dir.join("meta.zr"), "write", e))?;
         self.length += n as u64;
-        self.tail = at;
+        self.tail = tail;
         Ok(())
     }
 
