@@ -406,7 +406,7 @@ fn report(workload: Workload, o: &Outcome, json_rows: &mut Vec<Value>, checks: &
     println!();
     println!(
         "| system | codec | write MiB/s | gather MiB/s | krecords/s | p95 ms | disk MiB | ratio | vs loaderx | \
-         vs numpy | write vs loaderx | alloc B/batch |"
+         vs numpy | write vs loaderx | alloc B/batch (median) |"
     );
     println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for row in &o.rows {
@@ -417,7 +417,8 @@ fn report(workload: Workload, o: &Outcome, json_rows: &mut Vec<Value>, checks: &
         let vs_lx = lx.filter(|_| zr).map(|l| round_ratio(row, l));
         let vs_np = np.filter(|_| zr).map(|n| round_ratio(row, n));
         let write_vs = lx.filter(|_| zr).and_then(|l| Some(l.write_s? / row.write_s?));
-        let alloc = zr.then(|| row.timed.alloc_bytes as f64 / row.timed.latencies.len() as f64);
+        let alloc_mean = zr.then(|| row.timed.alloc_bytes as f64 / row.timed.latencies.len() as f64);
+        let alloc = zr.then(|| row.timed.alloc_median());
         let ratio = o.logical as f64 / row.disk_bytes as f64;
         println!(
             "| {} | {} | {} | {:.1} | {:.1} | {:.3} | {:.1} | {ratio:.2} | {} | {} | {} | {} |",
@@ -446,7 +447,8 @@ fn report(workload: Workload, o: &Outcome, json_rows: &mut Vec<Value>, checks: &
             "vs_loaderx": vs_lx,
             "vs_numpy": vs_np,
             "write_vs_loaderx": write_vs,
-            "alloc_bytes_per_batch": alloc,
+            "alloc_bytes_per_batch_median": alloc,
+            "alloc_bytes_per_batch_mean": alloc_mean,
             "batches_timed": row.timed.latencies.len(),
         }));
         if row.system == "zrecord-mmap" {

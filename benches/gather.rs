@@ -60,9 +60,9 @@ fn main() {
         load_average()
     );
     println!(
-        "| row | rec size | records/s | MiB/s | p50 batch µs | p95 batch µs | allocs/batch | alloc B/batch |"
+        "| row | rec size | records/s | MiB/s | p50 batch µs | p95 batch µs | allocs/batch | alloc B/batch (mean) | alloc B/batch (median) |"
     );
-    println!("|---|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
     for workload in Workload::ALL {
         let wanted = |codec: zrecord::Codec, backend: &str| {
             let name = format!("{}/{}/{backend}", workload.name(), codec.name());
@@ -104,13 +104,14 @@ fn main() {
                 };
                 let nb = t.latencies.len() as f64;
                 println!(
-                    "| {name} | {mean_record} B | {:.0} | {:.1} | {:.1} | {:.1} | {:.2} | {:.0} |",
+                    "| {name} | {mean_record} B | {:.0} | {:.1} | {:.1} | {:.1} | {:.2} | {:.0} | {:.0} |",
                     t.records as f64 / t.seconds(),
                     mib_s(t.bytes, t.seconds()),
                     t.latency_ms(50.0) * 1e3,
                     t.latency_ms(95.0) * 1e3,
                     t.alloc_calls as f64 / nb,
                     t.alloc_bytes as f64 / nb,
+                    t.alloc_median(),
                 );
             }
             std::fs::remove_dir_all(&dir).expect("remove store");

@@ -321,7 +321,7 @@ impl Writer {
         let per = n.div_ceil(chunks);
         let encode_chunk = |c: usize| -> std::result::Result<(Vec<u8>, Vec<(u32, u32)>), String> {
             let mut out = Vec::new();
-            let mut lens = Vec::new();
+            let mut lens = Vec::with_capacity(per);
             let mut staged = Vec::new();
             for k in c * per..((c + 1) * per).min(n) {
                 let logical: &[u8] = match ragged_records {

@@ -231,7 +231,7 @@ pub fn smooth_image(seed: u64, c: usize, h: usize, w: usize, out: &mut [u8]) {
                     bits = rng.next_u64();
                     left = 8;
                 }
-                let noise = (bits & 0xff) as f32 % 13.0 - 6.0;
+                let noise = ((bits & 0xff) % 13) as f32 - 6.0;
                 bits >>= 8;
                 left -= 1;
                 let v = 127.0 + 100.0 * sx[x] * cy[y] + 20.0 * ch as f32 + noise;
@@ -512,6 +512,8 @@ pub struct Timed {
     pub alloc_calls: u64,
     /// Bytes requested from the allocator during the timed gathers.
     pub alloc_bytes: u64,
+    /// Bytes requested from the allocator during each batch.
+    pub alloc_per_batch: Vec<u64>,
 }
 
 impl Timed {
@@ -526,6 +528,12 @@ impl Timed {
         self.bytes += other.bytes;
         self.alloc_calls += other.alloc_calls;
         self.alloc_bytes += other.alloc_bytes;
+        self.alloc_per_batch.extend_from_slice(&other.alloc_per_batch);
+    }
+    /// Median bytes allocated per batch (steady state: one-off costs such as
+    /// a worker thread's first zstd context do not show here, but do in the mean).
+    pub fn alloc_median(&self) -> f64 {
+        median(self.alloc_per_batch.iter().map(|&b| b as f64).collect())
     }
     /// Percentile `p` of the batch latencies, in milliseconds.
     pub fn latency_ms(&self, p: f64) -> f64 {
@@ -575,6 +583,7 @@ pub fn time_batches(
         t.records += b.len() as u64;
         t.alloc_calls += calls1 - calls0;
         t.alloc_bytes += bytes1 - bytes0;
+        t.alloc_per_batch.push(bytes1 - bytes0);
     }
     let first = *cursor - t.latencies.len();
     t.bytes = (first..*cursor).map(|k| data.bytes_of(&batches[k % batches.len()])).sum();
