@@ -107,7 +107,10 @@ fn parse_args() -> Args {
                 a.codecs = value()
                     .split(',')
                     .map(|c| {
-                        CODECS.into_iter().find(|k| k.name() == c).unwrap_or_else(|| panic!("unknown codec {c}"))
+                        CODECS
+                            .into_iter()
+                            .find(|k| k.name() == c)
+                            .unwrap_or_else(|| panic!("unknown codec {c}"))
                     })
                     .collect()
             }
@@ -146,7 +149,11 @@ fn ensure_venv(venv: &Path) -> PathBuf {
             .args(["install", "-q", "loaderx==2.0.1", "numpy", "msgpack"])
             .status()
             .is_ok_and(|s| s.success());
-    assert!(ok && probe(&python), "could not set up the loaderx venv at {} (or pass --no-peers)", venv.display());
+    assert!(
+        ok && probe(&python),
+        "could not set up the loaderx venv at {} (or pass --no-peers)",
+        venv.display()
+    );
     python
 }
 
@@ -364,7 +371,12 @@ fn run_workload(workload: Workload, args: &Args, python: Option<&Path>) -> Outco
                     let first = r["first"].as_u64().expect("first") as usize;
                     let count = r["count"].as_u64().expect("count") as usize;
                     let mut t = Timed {
-                        latencies: r["lat"].as_array().expect("lat").iter().filter_map(Value::as_f64).collect(),
+                        latencies: r["lat"]
+                            .as_array()
+                            .expect("lat")
+                            .iter()
+                            .filter_map(Value::as_f64)
+                            .collect(),
                         ..Timed::default()
                     };
                     for k in first..first + count {
@@ -399,6 +411,11 @@ fn fmt_opt(v: Option<f64>, digits: usize) -> String {
     v.map_or("–".into(), |v| format!("{v:.digits$}"))
 }
 
+/// A ratio as `1.23×`, or `–`.
+fn times(v: Option<f64>) -> String {
+    v.map_or("–".into(), |v| format!("{v:.2}×"))
+}
+
 /// A target check: (description, measured, goal).
 type Check = (String, f64, f64);
 
@@ -429,9 +446,9 @@ fn report(workload: Workload, o: &Outcome, json_rows: &mut Vec<Value>, checks: &
             row.krecords_s(),
             row.timed.latency_ms(95.0),
             row.disk_bytes as f64 / 1048576.0,
-            fmt_opt(vs_lx, 2).replace("–", "–") + if vs_lx.is_some() { "×" } else { "" },
-            fmt_opt(vs_np, 2) + if vs_np.is_some() { "×" } else { "" },
-            fmt_opt(write_vs, 2) + if write_vs.is_some() { "×" } else { "" },
+            times(vs_lx),
+            times(vs_np),
+            times(write_vs),
             fmt_opt(alloc, 0),
         );
         json_rows.push(json!({

@@ -94,7 +94,15 @@ fn main() {
                 let mut cursor = 0;
                 let t = match args.batches {
                     Some(count) => {
-                        time_batches(&store, &data, &mut out, &batches, &mut cursor, f64::INFINITY, count / 10);
+                        time_batches(
+                            &store,
+                            &data,
+                            &mut out,
+                            &batches,
+                            &mut cursor,
+                            f64::INFINITY,
+                            count / 10,
+                        );
                         time_batches(&store, &data, &mut out, &batches, &mut cursor, f64::INFINITY, count)
                     }
                     None => {
@@ -117,5 +125,9 @@ fn main() {
             std::fs::remove_dir_all(&dir).expect("remove store");
         }
     }
-    println!("peak RSS {:.0} MiB; load after: {}", peak_rss_bytes().unwrap_or(0) as f64 / 1048576.0, load_average());
+    println!(
+        "peak RSS {:.0} MiB; load after: {}",
+        peak_rss_bytes().unwrap_or(0) as f64 / 1048576.0,
+        load_average()
+    );
 }

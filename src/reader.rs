@@ -88,15 +88,12 @@ thread_local! {
     static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
 }
 
-fn open_file(store: &str, dir: &Path, name: &str) -> Result<Option<File>> {
+fn open_file(_store: &str, dir: &Path, name: &str) -> Result<Option<File>> {
     let path = dir.join(name);
     match File::open(&path) {
         Ok(f) => Ok(Some(f)),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(Error::io(path, "open", e)).map_err(|e| {
-            let _ = store;
-            e
-        }),
+        Err(e) => Err(Error::io(path, "open", e)),
     }
 }
 
@@ -503,7 +500,8 @@ impl Store {
             dst.copy_from_slice(&record[record.len() - dst.len()..]);
             Ok(())
         };
-        let result = for_each_span(batch.data.as_mut_slice(), &spans, self.parallel(at, indices.len()), &copy);
+        let result =
+            for_each_span(batch.data.as_mut_slice(), &spans, self.parallel(at, indices.len()), &copy);
         batch.spans = spans;
         result
     }
@@ -589,7 +587,14 @@ fn for_each_span<F>(buf: &mut [u8], spans: &[std::ops::Range<usize>], parallel: 
 where
     F: Fn(usize, &mut [u8]) -> Result<()> + Sync,
 {
-    fn go<F>(buf: &mut [u8], base: usize, first: usize, spans: &[std::ops::Range<usize>], par: bool, f: &F) -> Result<()>
+    fn go<F>(
+        buf: &mut [u8],
+        base: usize,
+        first: usize,
+        spans: &[std::ops::Range<usize>],
+        par: bool,
+        f: &F,
+    ) -> Result<()>
     where
         F: Fn(usize, &mut [u8]) -> Result<()> + Sync,
     {

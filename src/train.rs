@@ -97,7 +97,7 @@ pub fn train_from_samples<'a>(samples: impl IntoIterator<Item = &'a [u8]>, tier:
 /// # Errors
 /// `InvalidArgument` for a `row_bytes` that does not divide the array; `DictTraining`.
 pub fn train_dense(rows: &[u8], row_bytes: usize, tier: Tier) -> Result<Vec<u8>> {
-    if row_bytes == 0 || rows.len() % row_bytes != 0 {
+    if row_bytes == 0 || !rows.len().is_multiple_of(row_bytes) {
         return Err(Error::InvalidArgument {
             store: String::new(),
             why: format!("{} bytes are not whole rows of {row_bytes}", rows.len()),

@@ -78,6 +78,9 @@ impl std::fmt::Debug for Writer {
     }
 }
 
+/// One encoded chunk of a window: its stored bytes and `(phys, logic)` lengths per record.
+type EncodedChunk = (Vec<u8>, Vec<(u32, u32)>);
+
 /// One Ragged record to append: its shape and payload bytes (C order, the dtype's byte order).
 pub type RecordRef<'a> = (&'a [u64], &'a [u8]);
 
@@ -227,7 +230,7 @@ impl Writer {
         let Some(row) = self.row_bytes else {
             return Err(self.invalid("this is a Ragged store; use append_ragged".into()));
         };
-        if rows.len() % row != 0 {
+        if !rows.len().is_multiple_of(row) {
             return Err(self.invalid(format!("{} bytes are not whole rows of {row} bytes", rows.len())));
         }
         let per_window = (WINDOW_BYTES / row).max(1);
@@ -319,7 +322,7 @@ impl Writer {
         }
         let chunks = if n >= 16 { (rayon::current_num_threads() * 4).min(n) } else { 1 };
         let per = n.div_ceil(chunks);
-        let encode_chunk = |c: usize| -> std::result::Result<(Vec<u8>, Vec<(u32, u32)>), String> {
+        let encode_chunk = |c: usize| -> std::result::Result<EncodedChunk, String> {
             let mut out = Vec::new();
             let mut lens = Vec::with_capacity(per);
             let mut staged = Vec::new();
@@ -373,7 +376,11 @@ impl Writer {
         let n = window.len() / row;
         let mut locs = Vec::with_capacity(n * 16);
         for k in 0..n as u64 {
-            let loc = RecordLoc { offset: self.tail + k * row as u64, phys_length: row as u32, logic_length: row as u32 };
+            let loc = RecordLoc {
+                offset: self.tail + k * row as u64,
+                phys_length: row as u32,
+                logic_length: row as u32,
+            };
             locs.extend_from_slice(&loc.encode());
         }
         self.write_data(self.tail, window)?;

@@ -218,9 +218,12 @@ pub fn smooth_image(seed: u64, c: usize, h: usize, w: usize, out: &mut [u8]) {
     let fx = 1.0 + 5.0 * unit(&mut rng);
     let fy = 1.0 + 5.0 * unit(&mut rng);
     let ph = 6.3 * unit(&mut rng);
-    let sx: Vec<f32> =
-        (0..w).map(|x| (fx * 6.28 * x as f64 / (w - 1).max(1) as f64 + ph).sin() as f32).collect();
-    let cy: Vec<f32> = (0..h).map(|y| (fy * 6.28 * y as f64 / (h - 1).max(1) as f64).cos() as f32).collect();
+    let sx: Vec<f32> = (0..w)
+        .map(|x| (fx * std::f64::consts::TAU * x as f64 / (w - 1).max(1) as f64 + ph).sin() as f32)
+        .collect();
+    let cy: Vec<f32> = (0..h)
+        .map(|y| (fy * std::f64::consts::TAU * y as f64 / (h - 1).max(1) as f64).cos() as f32)
+        .collect();
     let mut bits = 0u64;
     let mut left = 0;
     for ch in 0..c {
@@ -254,7 +257,10 @@ fn zipf_tokens(seed: u64, out: &mut [u8]) {
 fn dense_vision(n: usize, seed: u64) -> Data {
     let row = 3 * 224 * 224;
     let mut payload = vec![0u8; n * row];
-    payload.par_chunks_mut(row).enumerate().for_each(|(i, img)| smooth_image(record_seed(seed, i), 3, 224, 224, img));
+    payload
+        .par_chunks_mut(row)
+        .enumerate()
+        .for_each(|(i, img)| smooth_image(record_seed(seed, i), 3, 224, 224, img));
     Data {
         workload: Workload::DenseVision,
         dtype: "|u1",
