@@ -518,6 +518,10 @@ fn main() {
         let o = run_workload(workload, &args, python.as_deref());
         report(workload, &o, &mut json_rows, &mut checks);
         max_peer_rss = max_peer_rss.max(o.peer_rss.unwrap_or(0));
+        if let Some(path) = &args.json {
+            // Written after every workload, so a long run that stops early keeps what it measured.
+            std::fs::write(path, serde_json::to_string_pretty(&json_rows).expect("JSON")).expect("write --json");
+        }
     }
     println!("\n## Targets (zrecord-mmap; median of per-round ratios)\n");
     println!("| target | measured | goal | |");
@@ -525,9 +529,13 @@ fn main() {
     for (what, v, goal) in &checks {
         println!("| {what} | {v:.2}× | ≥ {goal}× | {} |", if v >= goal { "met" } else { "MISSED" });
     }
-    println!("\nload average at end {}", load_average());
+    println!(
+        "\npeak RSS over the run: bench (Rust) {:.0} MiB; largest Python peer {:.0} MiB",
+        peak_rss_bytes().unwrap_or(0) as f64 / 1048576.0,
+        max_peer_rss as f64 / 1048576.0
+    );
+    println!("load average at end {}", load_average());
     if let Some(path) = &args.json {
-        std::fs::write(path, serde_json::to_string_pretty(&json_rows).expect("JSON")).expect("write --json");
         println!("wrote {} rows to {}", json_rows.len(), path.display());
     }
 }
