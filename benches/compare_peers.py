@@ -24,7 +24,7 @@ It then answers one JSON command per stdin line with one JSON line on stdout:
       time consecutive batches (continuing where this row stopped last time)
       until they add up to F seconds; answers the per-batch seconds and the
       batch positions timed
-  {"cmd": "rss"}     this process's peak RSS (getrusage ru_maxrss)
+  {"cmd": "rss"}     this process's peak RSS (VmHWM; see peak_rss_bytes)
   {"cmd": "quit"}
 """
 
@@ -42,6 +42,20 @@ import loaderx
 from loaderx.utils import train_dict
 from loaderx.zrecord import Dense, Ragged
 from loaderx.zsampler import Sampler
+
+
+def peak_rss_bytes():
+    """This process's peak RSS. ru_maxrss of a child keeps the high-water mark
+    its parent had at fork (Linux carries it across execve), so it would
+    report the Rust bench's RSS; VmHWM belongs to this process's own memory."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
 def disk_bytes(path):
@@ -184,7 +198,7 @@ def main():
             if op == "quit":
                 break
             if op == "rss":
-                resp = {"maxrss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
+                resp = {"maxrss_bytes": peak_rss_bytes()}
             else:
                 resp = getattr(peer, op)(**cmd)
         except Exception as e:  # report, let the Rust side fail loudly
