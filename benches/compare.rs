@@ -520,7 +520,8 @@ fn main() {
         max_peer_rss = max_peer_rss.max(o.peer_rss.unwrap_or(0));
         if let Some(path) = &args.json {
             // Written after every workload, so a long run that stops early keeps what it measured.
-            std::fs::write(path, serde_json::to_string_pretty(&json_rows).expect("JSON")).expect("write --json");
+            std::fs::write(path, serde_json::to_string_pretty(&json_rows).expect("JSON"))
+                .expect("write --json");
         }
     }
     println!("\n## Targets (zrecord-mmap; median of per-round ratios)\n");

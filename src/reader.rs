@@ -57,6 +57,8 @@ const MAX_OWNED_TABLE: u64 = 256 << 20;
 /// (raw copies are cheap, so they need more work to pay for the hand-off).
 const PAR_BYTES_RAW: usize = 4 << 20;
 const PAR_BYTES_ZSTD: usize = 128 << 10;
+/// Rows whose locations a sequential Dense gather resolves ahead of copying.
+const LOOKAHEAD: usize = 16;
 /// Largest dictionary accepted from `dict.zr` (loaderx's largest tier is 1 MiB).
 const MAX_DICT_BYTES: u64 = 64 << 20;
 
@@ -380,17 +382,40 @@ impl Store {
         }
         let view = self.view();
         let (codec, tail) = (self.codec(), self.info.header.tail_offset);
-        let one = |(dst, &index): (&mut [u8], &u64)| -> Result<()> {
-            let loc = self.loc_in(&view, index)?;
-            if !loc.is_valid_row(codec, tail, row as u64) {
-                decode::check_dense_loc(&self.info, index, &loc, row as u64)?;
+        // Random rows miss the cache one after the other, and each copy first
+        // waits for its location. Resolving a block of locations (and touching
+        // each row's first byte) before copying issues those misses together,
+        // so they overlap instead of queueing.
+        let block = |(outs, idx): (&mut [u8], &[u64])| -> Result<()> {
+            let mut locs = [RecordLoc::default(); LOOKAHEAD];
+            match (view.table, view.data) {
+                (Some(table), Some(data)) => {
+                    for (loc, &i) in locs.iter_mut().zip(idx) {
+                        *loc = RecordLoc::from_table(table, i as usize);
+                        if let Some(&b) = data.get(loc.offset as usize) {
+                            std::hint::black_box(b);
+                        }
+                    }
+                }
+                _ => {
+                    for (loc, &i) in locs.iter_mut().zip(idx) {
+                        *loc = self.loc_in(&view, i)?;
+                    }
+                }
             }
-            self.read_record_in(&view, index, &loc, dst)
+            for ((dst, &index), loc) in outs.chunks_mut(row).zip(idx).zip(&locs) {
+                if !loc.is_valid_row(codec, tail, row as u64) {
+                    decode::check_dense_loc(&self.info, index, loc, row as u64)?;
+                }
+                self.read_record_in(&view, index, loc, dst)?;
+            }
+            Ok(())
         };
+        let (outs, idx) = (LOOKAHEAD * row, LOOKAHEAD);
         if self.parallel(out.len(), indices.len()) {
-            out.par_chunks_mut(row).zip(indices.par_iter()).with_min_len(8).try_for_each(one)
+            out.par_chunks_mut(outs).zip(indices.par_chunks(idx)).try_for_each(block)
         } else {
-            out.chunks_mut(row).zip(indices.iter()).try_for_each(one)
+            out.chunks_mut(outs).zip(indices.chunks(idx)).try_for_each(block)
         }
     }
 
