@@ -5,7 +5,7 @@
 //! rejects as bad format and zrecord reports as an unpublished build, so a
 //! build that dies midway never opens as a valid store anywhere.
 
-use crate::codec::{compress_append, CompressDict};
+use crate::codec::{compress_append, compress_bound, CompressDict};
 use crate::format::dtype::Element;
 use crate::format::{
     ragged, Codec, DType, Geometry, Header, RecordLoc, Schema, DICT_MAGIC, HEADER_SIZE, MAX_RECORD_BYTES,
@@ -24,6 +24,9 @@ pub const ZSTD_LEVEL: i32 = 3;
 pub const ZSTD_DICT_LEVEL: i32 = 19;
 /// Logical bytes compressed per round; bounds the writer's own memory.
 const WINDOW_BYTES: usize = 32 << 20;
+/// Windows of at least this many logical bytes are written by a helper thread
+/// while later chunks compress (below it, a thread costs more than it saves).
+const PIPELINE_BYTES: usize = 4 << 20;
 
 /// How to create a store.
 #[derive(Clone, Debug)]
@@ -70,6 +73,8 @@ pub struct Writer {
     length: u64,
     tail: u64,
     durable: bool,
+    /// Encoding buffers reused from window to window.
+    chunk_bufs: Vec<EncodedChunk>,
 }
 
 impl std::fmt::Debug for Writer {
@@ -201,6 +206,7 @@ impl Writer {
             length: 0,
             tail: 0,
             durable: options.durable,
+            chunk_bufs: Vec::new(),
         })
     }
 
@@ -322,11 +328,23 @@ impl Writer {
         }
         let chunks = if n >= 16 { (rayon::current_num_threads() * 4).min(n) } else { 1 };
         let per = n.div_ceil(chunks);
-        let encode_chunk = |c: usize| -> std::result::Result<EncodedChunk, String> {
-            let mut out = Vec::new();
-            let mut lens = Vec::with_capacity(per);
+        let logical_len = |k: usize| match ragged_records {
+            Some(recs) => ragged::prefix_len(recs[k].0.len()) + recs[k].1.len(),
+            None => rows[k].len(),
+        };
+        // Chunk buffers are kept between windows: no fresh pages to fault in
+        // and zero for every window, and one reservation per chunk instead of
+        // a Vec regrowing (and copying) as frames are appended.
+        let mut encoded = std::mem::take(&mut self.chunk_bufs);
+        encoded.resize_with(chunks, EncodedChunk::default);
+        encoded.truncate(chunks);
+        let encode_chunk = |(c, (out, lens)): (usize, &mut EncodedChunk)| -> std::result::Result<(), String> {
+            let range = c * per..((c + 1) * per).min(n);
+            out.clear();
+            lens.clear();
+            out.reserve(range.clone().map(|k| compress_bound(logical_len(k))).sum());
             let mut staged = Vec::new();
-            for k in c * per..((c + 1) * per).min(n) {
+            for k in range {
                 let logical: &[u8] = match ragged_records {
                     Some(recs) => {
                         staged.clear();
@@ -340,31 +358,87 @@ impl Writer {
                     out.extend_from_slice(logical);
                     logical.len()
                 } else {
-                    compress_append(logical, self.level, self.cdict.as_ref(), &mut out)?
+                    compress_append(logical, self.level, self.cdict.as_ref(), out)?
                 };
                 lens.push((phys as u32, logical.len() as u32));
             }
-            Ok((out, lens))
+            Ok(())
         };
-        let encoded: Vec<_> = if chunks > 1 {
-            (0..chunks).into_par_iter().map(encode_chunk).collect::<std::result::Result<_, _>>()
+        let window_bytes: usize = (0..n).map(logical_len).sum();
+        let result = if chunks > 1 && window_bytes >= PIPELINE_BYTES {
+            self.encode_while_writing(&mut encoded, &encode_chunk)
+                .and_then(|()| self.write_locs_of(n, &encoded))
         } else {
-            (0..chunks).map(encode_chunk).collect::<std::result::Result<_, _>>()
-        }
-        .map_err(|why| Error::InvalidArgument { store: self.name.clone(), why })?;
+            let encoding = if chunks > 1 {
+                encoded.par_iter_mut().enumerate().try_for_each(encode_chunk)
+            } else {
+                encoded.iter_mut().enumerate().try_for_each(encode_chunk)
+            };
+            encoding.map_err(|why| self.invalid(why)).and_then(|()| self.write_encoded(n, &encoded))
+        };
+        self.chunk_bufs = encoded;
+        result
+    }
 
-        let total: u64 = encoded.iter().flat_map(|(_, l)| l).map(|&(p, _)| u64::from(p)).sum();
+    /// Encode chunks on the thread pool while a writer thread writes the
+    /// finished ones at the data tail, in order: the page-cache copies of
+    /// `pwrite` overlap compression instead of following it. Nothing is
+    /// recorded here; on error the bytes past the tail are garbage that the
+    /// next append overwrites.
+    fn encode_while_writing<F>(&self, encoded: &mut [EncodedChunk], encode_chunk: &F) -> Result<()>
+    where
+        F: Fn((usize, &mut EncodedChunk)) -> std::result::Result<(), String> + Sync,
+    {
+        let tail = self.tail;
+        std::thread::scope(|scope| {
+            let (tx, rx) = std::sync::mpsc::channel::<(usize, &EncodedChunk)>();
+            let writer = scope.spawn(move || -> Result<()> {
+                let mut ready = std::collections::BTreeMap::new();
+                let (mut next, mut at) = (0, tail);
+                for (c, chunk) in rx {
+                    ready.insert(c, chunk);
+                    while let Some((bytes, _)) = ready.remove(&next) {
+                        self.check_room_at(at, bytes.len() as u64)?;
+                        self.write_data(at, bytes)?;
+                        at += bytes.len() as u64;
+                        next += 1;
+                    }
+                }
+                Ok(())
+            });
+            let encoding = encoded.par_iter_mut().enumerate().try_for_each_with(tx, |tx, (c, chunk)| {
+                encode_chunk((c, &mut *chunk))?;
+                let done: &EncodedChunk = chunk;
+                // A closed channel means the writer failed; its error is reported below.
+                let _ = tx.send((c, done));
+                Ok(())
+            });
+            let writing = writer.join().expect("writer thread panicked");
+            encoding.map_err(|why| self.invalid(why)).and(writing)
+        })
+    }
+
+    /// Write encoded chunks at the data tail, in order, then their locations.
+    fn write_encoded(&mut self, n: usize, encoded: &[EncodedChunk]) -> Result<()> {
+        let total: u64 = encoded.iter().map(|(bytes, _)| bytes.len() as u64).sum();
         self.check_room(total)?;
         let mut at = self.tail;
-        let mut locs = Vec::with_capacity(n * 16);
-        for (bytes, lens) in &encoded {
+        for (bytes, _) in encoded {
             self.write_data(at, bytes)?;
-            for &(phys, logic) in lens {
-                locs.extend_from_slice(
-                    &RecordLoc { offset: at, phys_length: phys, logic_length: logic }.encode(),
-                );
-                at += u64::from(phys);
-            }
+            at += bytes.len() as u64;
+        }
+        self.write_locs_of(n, encoded)
+    }
+
+    /// Write the locations of encoded chunks already written at the data tail.
+    fn write_locs_of(&mut self, n: usize, encoded: &[EncodedChunk]) -> Result<()> {
+        let mut at = self.tail;
+        let mut locs = Vec::with_capacity(n * 16);
+        for &(phys, logic) in encoded.iter().flat_map(|(_, lens)| lens) {
+            locs.extend_from_slice(
+                &RecordLoc { offset: at, phys_length: phys, logic_length: logic }.encode(),
+            );
+            at += u64::from(phys);
         }
         self.write_locs(n, &locs, at)
     }
@@ -389,7 +463,12 @@ impl Writer {
 
     /// Fail with `StoreFull` unless `bytes` more fit under `MAX_TAIL`.
     fn check_room(&self, bytes: u64) -> Result<()> {
-        if self.tail.checked_add(bytes).is_none_or(|t| t > MAX_TAIL) {
+        self.check_room_at(self.tail, bytes)
+    }
+
+    /// As [`Writer::check_room`] for bytes written at `at`.
+    fn check_room_at(&self, at: u64, bytes: u64) -> Result<()> {
+        if at.checked_add(bytes).is_none_or(|t| t > MAX_TAIL) {
             return Err(Error::StoreFull {
                 store: self.name.clone(),
                 why: format!("data.zr would pass 2^63-1 bytes (at {})", self.tail),

@@ -77,6 +77,11 @@ thread_local! {
     static CCTX: RefCell<zstd_safe::CCtx<'static>> = RefCell::new(zstd_safe::CCtx::create());
 }
 
+/// Largest frame `compress_append` can produce for `len` input bytes.
+pub fn compress_bound(len: usize) -> usize {
+    zstd_safe::compress_bound(len)
+}
+
 /// Compress `src` as one frame (content size in the header) and append it to `out`.
 /// Returns the frame's length. The frame is written straight into `out`'s
 /// spare capacity (reserved here), not staged and copied.
