@@ -24,6 +24,8 @@ pub const ZSTD_LEVEL: i32 = 3;
 pub const ZSTD_DICT_LEVEL: i32 = 19;
 /// Logical bytes compressed per round; bounds the writer's own memory.
 const WINDOW_BYTES: usize = 32 << 20;
+/// Target logical bytes per parallel encoding chunk of a window.
+const CHUNK_BYTES: usize = 512 << 10;
 /// Windows of at least this many logical bytes are written by a helper thread
 /// while later chunks compress (below it, a thread costs more than it saves).
 const PIPELINE_BYTES: usize = 4 << 20;
@@ -326,12 +328,20 @@ impl Writer {
         if n == 0 {
             return Ok(());
         }
-        let chunks = if n >= 16 { (rayon::current_num_threads() * 4).min(n) } else { 1 };
-        let per = n.div_ceil(chunks);
         let logical_len = |k: usize| match ragged_records {
             Some(recs) => ragged::prefix_len(recs[k].0.len()) + recs[k].1.len(),
             None => rows[k].len(),
         };
+        let window_bytes: usize = (0..n).map(logical_len).sum();
+        // Chunks of about CHUNK_BYTES (at least 4 per thread): with a handful
+        // of large chunks (level-19 images take ~30 ms each) one thread idles
+        // at the end of every window while the other finishes the last chunk.
+        let chunks = if n >= 16 {
+            (window_bytes / CHUNK_BYTES).max(rayon::current_num_threads() * 4).min(n)
+        } else {
+            1
+        };
+        let per = n.div_ceil(chunks);
         // Chunk buffers are kept between windows: no fresh pages to fault in
         // and zero for every window, and one reservation per chunk instead of
         // a Vec regrowing (and copying) as frames are appended.
@@ -364,7 +374,6 @@ impl Writer {
             }
             Ok(())
         };
-        let window_bytes: usize = (0..n).map(logical_len).sum();
         let result = if chunks > 1 && window_bytes >= PIPELINE_BYTES {
             self.encode_while_writing(&mut encoded, &encode_chunk)
                 .and_then(|()| self.write_locs_of(n, &encoded))
