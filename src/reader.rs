@@ -60,6 +60,11 @@ const PAR_BYTES_ZSTD: usize = 128 << 10;
 /// Compressed records claiming more decoded bytes than this have their frame
 /// header read and checked before any buffer is sized for them.
 const CHECK_HEADER_ABOVE: u32 = 1 << 20;
+/// Dense batches larger than this have every location checked before the
+/// batch buffer is allocated (smaller ones are checked as they are read).
+const PRECHECK_BYTES: usize = 16 << 20;
+/// Rows whose locations a sequential Dense gather resolves ahead of copying.
+const LOOKAHEAD: usize = 16;
 /// Largest dictionary accepted from `dict.zr` (loaderx's largest tier is 1 MiB).
 const MAX_DICT_BYTES: u64 = 64 << 20;
 
@@ -286,8 +291,41 @@ impl Store {
         Ok(RecordLoc::decode(&b))
     }
 
-    fn io_err(&self, file: &str, e: io::Error) -> Error {
-        Error::io(self.dir.join(file), "read", e)
+    /// The location table and the published data bytes, borrowed once per
+    /// gather when the backend holds them in memory (mmap), so the per-record
+    /// path is plain slice indexing instead of a backend call per access.
+    fn view(&self) -> View<'_> {
+        let table = match &self.table {
+            Some(t) => Some(t.as_slice()),
+            None => usize::try_from(self.len() * LOC_SIZE).ok().and_then(|n| self.meta.slice(PAGE_SIZE, n)),
+        };
+        let data = usize::try_from(self.info.header.tail_offset).ok().and_then(|n| self.data.slice(0, n));
+        View { table, data }
+    }
+
+    /// Record `index`'s location (not validated), from the view when it has the table.
+    #[inline]
+    fn loc_in(&self, view: &View<'_>, index: u64) -> Result<RecordLoc> {
+        match view.table {
+            Some(t) => Ok(RecordLoc::from_table(t, index as usize)),
+            None => self.loc_unchecked(index),
+        }
+    }
+
+    /// As [`Store::read_record`], slicing the view's data when it has it.
+    #[inline]
+    fn read_record_in(&self, view: &View<'_>, index: u64, loc: &RecordLoc, dst: &mut [u8]) -> Result<()> {
+        match view.data {
+            // The location is validated: `offset + phys_length <= tail_offset`.
+            Some(d) => decode::decode_record(
+                &self.info,
+                index,
+                self.dict.as_ref(),
+                &d[loc.offset as usize..loc.end() as usize],
+                dst,
+            ),
+            None => self.read_record(index, loc, dst),
+        }
     }
 
     /// Before a big compressed record is allocated for, check that its frame
@@ -308,6 +346,10 @@ impl Store {
             }
         };
         decode::check_frame_header(&self.info, index, loc, head)
+    }
+
+    fn io_err(&self, file: &str, e: io::Error) -> Error {
+        Error::io(self.dir.join(file), "read", e)
     }
 
     /// Read and decode one record whose location is validated into `dst`.
@@ -361,38 +403,46 @@ impl Store {
                 indices.len() * row
             )));
         }
-        let locs = self.dense_locs(indices, row)?;
-        self.read_dense(indices, &locs, row, out)
-    }
-
-    /// Every location of a Dense gather, checked before anything is read or allocated.
-    fn dense_locs(&self, indices: &[u64], row: usize) -> Result<Vec<RecordLoc>> {
         self.info.check_indices(indices)?;
-        indices
-            .iter()
-            .map(|&index| {
-                let loc = self.loc_unchecked(index)?;
-                decode::check_dense_loc(&self.info, index, &loc, row as u64)?;
-                self.check_big_frame(index, &loc)?;
-                Ok(loc)
-            })
-            .collect()
-    }
-
-    /// Read checked Dense records into `out` (`indices.len() * row` bytes).
-    fn read_dense(&self, indices: &[u64], locs: &[RecordLoc], row: usize, out: &mut [u8]) -> Result<()> {
         if row == 0 || indices.is_empty() {
             return Ok(());
         }
-        let one = |((dst, &index), loc): ((&mut [u8], &u64), &RecordLoc)| self.read_record(index, loc, dst);
+        let view = self.view();
+        let (codec, tail) = (self.codec(), self.info.header.tail_offset);
+        // Random rows miss the cache one after the other, and each copy first
+        // waits for its location. Resolving a block of locations (and touching
+        // each row's first byte) before copying issues those misses together,
+        // so they overlap instead of queueing.
+        let block = |(outs, idx): (&mut [u8], &[u64])| -> Result<()> {
+            let mut locs = [RecordLoc::default(); LOOKAHEAD];
+            match (view.table, view.data) {
+                (Some(table), Some(data)) => {
+                    for (loc, &i) in locs.iter_mut().zip(idx) {
+                        *loc = RecordLoc::from_table(table, i as usize);
+                        if let Some(&b) = data.get(loc.offset as usize) {
+                            std::hint::black_box(b);
+                        }
+                    }
+                }
+                _ => {
+                    for (loc, &i) in locs.iter_mut().zip(idx) {
+                        *loc = self.loc_in(&view, i)?;
+                    }
+                }
+            }
+            for ((dst, &index), loc) in outs.chunks_mut(row).zip(idx).zip(&locs) {
+                if !loc.is_valid_row(codec, tail, row as u64) {
+                    decode::check_dense_loc(&self.info, index, loc, row as u64)?;
+                }
+                self.read_record_in(&view, index, loc, dst)?;
+            }
+            Ok(())
+        };
+        let (outs, idx) = (LOOKAHEAD * row, LOOKAHEAD);
         if self.parallel(out.len(), indices.len()) {
-            out.par_chunks_mut(row)
-                .zip(indices.par_iter())
-                .zip(locs.par_iter())
-                .with_min_len(8)
-                .try_for_each(one)
+            out.par_chunks_mut(outs).zip(indices.par_chunks(idx)).try_for_each(block)
         } else {
-            out.chunks_mut(row).zip(indices.iter()).zip(locs.iter()).try_for_each(one)
+            out.chunks_mut(outs).zip(indices.chunks(idx)).try_for_each(block)
         }
     }
 
@@ -427,15 +477,24 @@ impl Store {
     /// As [`Store::gather_into`].
     pub fn gather_dense_batch(&self, indices: &[u64], batch: &mut DenseBatch) -> Result<()> {
         let row = self.row_bytes()?;
-        // Every location is checked before the batch buffer is sized.
-        let locs = self.dense_locs(indices, row)?;
         let item_shape = self.item_shape().unwrap_or(&[]);
+        if indices.len().saturating_mul(row) > PRECHECK_BYTES {
+            // A big batch is only allocated once its records are known to
+            // hold that much: a hostile schema alone cannot claim gigabytes.
+            self.info.check_indices(indices)?;
+            for &i in indices {
+                let loc = self.loc_unchecked(i)?;
+                decode::check_dense_loc(&self.info, i, &loc, row as u64)?;
+                decode::check_record_loc(&self.info, i, &loc)?;
+                self.check_big_frame(i, &loc)?;
+            }
+        }
         batch.data.resize(indices.len() * row);
         batch.shape.clear();
         batch.shape.push(indices.len() as u64);
         batch.shape.extend_from_slice(item_shape);
         batch.dtype.clone_from(self.dtype());
-        self.read_dense(indices, &locs, row, batch.data.as_mut_slice())
+        self.gather_into(indices, batch.data.as_mut_slice())
     }
 
     /// Gather Ragged records into a new packed batch.
@@ -458,31 +517,74 @@ impl Store {
             return Err(self.invalid("this is a Dense store; use gather"));
         }
         self.info.check_indices(indices)?;
-        let locs = indices
-            .iter()
-            .map(|&i| {
-                let loc = self.loc_unchecked(i)?;
+        let view = self.view();
+        let codec = self.codec();
+        // The batch's scratch vectors are reused, so a warm batch allocates nothing.
+        let mut locs = std::mem::take(&mut batch.locs);
+        let mut slots = std::mem::take(&mut batch.slots);
+        let result = (|| {
+            locs.clear();
+            for &i in indices {
+                let loc = self.loc_in(&view, i)?;
+                // The batch buffer is sized from these lengths: check each
+                // one fully (location rules, zstd's expansion bound, and a big
+                // frame's declared size) before anything is allocated.
                 decode::check_record_loc(&self.info, i, &loc)?;
                 self.check_big_frame(i, &loc)?;
-                Ok(loc)
-            })
-            .collect::<Result<Vec<_>>>()?;
-        let (slots, total) = decode::ragged_slots(&locs).map_err(|why| self.invalid(&why))?;
-        batch.data.resize(total);
-        let mut parts = decode::slot_parts(batch.data.as_mut_slice(), &slots);
-        let one =
-            |((dst, &index), loc): ((&mut &mut [u8], &u64), &RecordLoc)| self.read_record(index, loc, dst);
-        if self.parallel(total, indices.len()) {
-            parts
-                .par_iter_mut()
-                .zip(indices.par_iter())
-                .zip(locs.par_iter())
-                .with_min_len(4)
-                .try_for_each(one)?;
-        } else {
-            parts.iter_mut().zip(indices.iter()).zip(locs.iter()).try_for_each(one)?;
+                locs.push(loc);
+            }
+            match view.data.filter(|_| codec == Codec::Raw) {
+                Some(data) => self.gather_ragged_raw(data, indices, &locs, batch),
+                None => self.gather_ragged_slots(&view, indices, &locs, &mut slots, batch),
+            }
+        })();
+        batch.locs = locs;
+        batch.slots = slots;
+        result
+    }
+
+    /// Raw records in memory: parse each prefix where it lies and copy only
+    /// the payload, once, to its final aligned place.
+    fn gather_ragged_raw(
+        &self,
+        data: &[u8],
+        indices: &[u64],
+        locs: &[RecordLoc],
+        batch: &mut RaggedBatch,
+    ) -> Result<()> {
+        let src = |loc: &RecordLoc| &data[loc.offset as usize..loc.end() as usize];
+        decode::begin_ragged(batch);
+        let mut at = 0;
+        for (&index, loc) in indices.iter().zip(locs) {
+            decode::place_ragged(&self.info, index, src(loc), &mut at, batch)?;
         }
-        decode::compact_ragged(&self.info, indices, &slots, batch)
+        batch.data.resize(at);
+        let spans = std::mem::take(&mut batch.spans);
+        let copy = |k: usize, dst: &mut [u8]| {
+            let record = src(&locs[k]);
+            dst.copy_from_slice(&record[record.len() - dst.len()..]);
+            Ok(())
+        };
+        let result =
+            for_each_span(batch.data.as_mut_slice(), &spans, self.parallel(at, indices.len()), &copy);
+        batch.spans = spans;
+        result
+    }
+
+    /// Decode every record into a slot of the batch buffer, then compact.
+    fn gather_ragged_slots(
+        &self,
+        view: &View<'_>,
+        indices: &[u64],
+        locs: &[RecordLoc],
+        slots: &mut Vec<std::ops::Range<usize>>,
+        batch: &mut RaggedBatch,
+    ) -> Result<()> {
+        let total = decode::ragged_slots_into(locs, slots).map_err(|why| self.invalid(&why))?;
+        batch.data.resize(total);
+        let decode = |k: usize, dst: &mut [u8]| self.read_record_in(view, indices[k], &locs[k], dst);
+        for_each_span(batch.data.as_mut_slice(), slots, self.parallel(total, indices.len()), &decode)?;
+        decode::compact_ragged(&self.info, indices, slots, batch)
     }
 
     /// Gather into either kind of batch (the loader's entry point).
@@ -541,6 +643,48 @@ impl Store {
     pub fn logical_bytes(&self) -> Result<u64> {
         (0..self.len()).try_fold(0u64, |acc, i| Ok(acc + u64::from(self.loc_unchecked(i)?.logic_length)))
     }
+}
+
+/// Call `f(k, &mut buf[spans[k]])` for every span (sorted, disjoint), across
+/// threads when `parallel`, by splitting the buffer in halves at span
+/// boundaries: no per-gather list of sub-slices is allocated.
+fn for_each_span<F>(buf: &mut [u8], spans: &[std::ops::Range<usize>], parallel: bool, f: &F) -> Result<()>
+where
+    F: Fn(usize, &mut [u8]) -> Result<()> + Sync,
+{
+    fn go<F>(
+        buf: &mut [u8],
+        base: usize,
+        first: usize,
+        spans: &[std::ops::Range<usize>],
+        par: bool,
+        f: &F,
+    ) -> Result<()>
+    where
+        F: Fn(usize, &mut [u8]) -> Result<()> + Sync,
+    {
+        if !par || spans.len() <= 4 {
+            return spans
+                .iter()
+                .enumerate()
+                .try_for_each(|(k, s)| f(first + k, &mut buf[s.start - base..s.end - base]));
+        }
+        let mid = spans.len() / 2;
+        let cut = spans[mid].start;
+        let (left, right) = buf.split_at_mut(cut - base);
+        let (a, b) = rayon::join(
+            || go(left, base, first, &spans[..mid], par, f),
+            || go(right, cut, first + mid, &spans[mid..], par, f),
+        );
+        a.and(b)
+    }
+    go(buf, 0, 0, spans, parallel, f)
+}
+
+/// Borrowed in-memory views of a store's files (see [`Store::view`]).
+struct View<'a> {
+    table: Option<&'a [u8]>,
+    data: Option<&'a [u8]>,
 }
 
 /// `read_exact` from the start of a file without moving a shared cursor.

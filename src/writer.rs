@@ -5,7 +5,7 @@
 //! rejects as bad format and zrecord reports as an unpublished build, so a
 //! build that dies midway never opens as a valid store anywhere.
 
-use crate::codec::{compress_append, CompressDict};
+use crate::codec::{compress_append, compress_bound, CompressDict};
 use crate::format::dtype::Element;
 use crate::format::schema::MAX_DENSE_RANK;
 use crate::format::{
@@ -25,6 +25,11 @@ pub const ZSTD_LEVEL: i32 = 3;
 pub const ZSTD_DICT_LEVEL: i32 = 19;
 /// Logical bytes compressed per round; bounds the writer's own memory.
 const WINDOW_BYTES: usize = 32 << 20;
+/// Target logical bytes per parallel encoding chunk of a window.
+const CHUNK_BYTES: usize = 512 << 10;
+/// Windows of at least this many logical bytes are written by a helper thread
+/// while later chunks compress (below it, a thread costs more than it saves).
+const PIPELINE_BYTES: usize = 4 << 20;
 
 /// How to create a store.
 #[derive(Clone, Debug)]
@@ -71,6 +76,8 @@ pub struct Writer {
     length: u64,
     tail: u64,
     durable: bool,
+    /// Encoding buffers reused from window to window.
+    chunk_bufs: Vec<EncodedChunk>,
 }
 
 impl std::fmt::Debug for Writer {
@@ -79,11 +86,8 @@ impl std::fmt::Debug for Writer {
     }
 }
 
-/// One chunk of encoded records: their stored bytes back to back and each
-/// record's `(phys_length, logic_length)`.
+/// One encoded chunk of a window: its stored bytes and `(phys, logic)` lengths per record.
 type EncodedChunk = (Vec<u8>, Vec<(u32, u32)>);
-/// A borrowed [`EncodedChunk`], ready to write.
-type EncodedPart<'a> = (&'a [u8], &'a [(u32, u32)]);
 
 /// One Ragged record to append: its shape and payload bytes (C order, the dtype's byte order).
 pub type RecordRef<'a> = (&'a [u64], &'a [u8]);
@@ -211,6 +215,7 @@ impl Writer {
             length: 0,
             tail: 0,
             durable: options.durable,
+            chunk_bufs: Vec::new(),
         })
     }
 
@@ -246,9 +251,7 @@ impl Writer {
         let per_window = (WINDOW_BYTES / row).max(1);
         for window in rows.chunks(per_window * row) {
             if self.codec == Codec::Raw {
-                // Raw rows are already laid out as they are stored: one write, no copy.
-                let lens = vec![(row as u32, row as u32); window.len() / row];
-                self.commit(&[(window, &lens)])?;
+                self.write_raw_rows(window, row)?;
             } else {
                 let records: Vec<&[u8]> = window.chunks(row).collect();
                 self.write_window(&records, None)?;
@@ -332,13 +335,33 @@ impl Writer {
         if n == 0 {
             return Ok(());
         }
-        let chunks = if n >= 16 { (rayon::current_num_threads() * 4).min(n) } else { 1 };
+        let logical_len = |k: usize| match ragged_records {
+            Some(recs) => ragged::prefix_len(recs[k].0.len()) + recs[k].1.len(),
+            None => rows[k].len(),
+        };
+        let window_bytes: usize = (0..n).map(logical_len).sum();
+        // Chunks of about CHUNK_BYTES (at least 4 per thread): with a handful
+        // of large chunks (level-19 images take ~30 ms each) one thread idles
+        // at the end of every window while the other finishes the last chunk.
+        let chunks = if n >= 16 {
+            (window_bytes / CHUNK_BYTES).max(rayon::current_num_threads() * 4).min(n)
+        } else {
+            1
+        };
         let per = n.div_ceil(chunks);
-        let encode_chunk = |c: usize| -> std::result::Result<EncodedChunk, String> {
-            let mut out = Vec::new();
-            let mut lens = Vec::new();
+        // Chunk buffers are kept between windows: no fresh pages to fault in
+        // and zero for every window, and one reservation per chunk instead of
+        // a Vec regrowing (and copying) as frames are appended.
+        let mut encoded = std::mem::take(&mut self.chunk_bufs);
+        encoded.resize_with(chunks, EncodedChunk::default);
+        encoded.truncate(chunks);
+        let encode_chunk = |(c, (out, lens)): (usize, &mut EncodedChunk)| -> std::result::Result<(), String> {
+            let range = c * per..((c + 1) * per).min(n);
+            out.clear();
+            lens.clear();
+            out.reserve(range.clone().map(|k| compress_bound(logical_len(k))).sum());
             let mut staged = Vec::new();
-            for k in c * per..((c + 1) * per).min(n) {
+            for k in range {
                 let logical: &[u8] = match ragged_records {
                     Some(recs) => {
                         staged.clear();
@@ -352,49 +375,131 @@ impl Writer {
                     out.extend_from_slice(logical);
                     logical.len()
                 } else {
-                    compress_append(logical, self.level, self.cdict.as_ref(), &mut out)?
+                    compress_append(logical, self.level, self.cdict.as_ref(), out)?
                 };
                 lens.push((phys as u32, logical.len() as u32));
             }
-            Ok((out, lens))
+            Ok(())
         };
-        let encoded: Vec<EncodedChunk> = if chunks > 1 {
-            (0..chunks).into_par_iter().map(encode_chunk).collect::<std::result::Result<_, _>>()
+        let result = if chunks > 1 && window_bytes >= PIPELINE_BYTES {
+            self.encode_while_writing(&mut encoded, &encode_chunk)
+                .and_then(|()| self.write_locs_of(n, &encoded))
         } else {
-            (0..chunks).map(encode_chunk).collect::<std::result::Result<_, _>>()
-        }
-        .map_err(|why| Error::InvalidArgument { store: self.name.clone(), why })?;
-        let parts: Vec<EncodedPart<'_>> = encoded.iter().map(|(b, l)| (b.as_slice(), l.as_slice())).collect();
-        self.commit(&parts)
+            let encoding = if chunks > 1 {
+                encoded.par_iter_mut().enumerate().try_for_each(encode_chunk)
+            } else {
+                encoded.iter_mut().enumerate().try_for_each(encode_chunk)
+            };
+            encoding.map_err(|why| self.invalid(why)).and_then(|()| self.write_encoded(n, &encoded))
+        };
+        self.chunk_bufs = encoded;
+        result
     }
 
-    /// Write encoded parts (stored bytes + per-record lengths) at the data
-    /// tail, then their locations; advance only when both are written.
-    fn commit(&mut self, parts: &[EncodedPart<'_>]) -> Result<()> {
-        let total: u64 = parts.iter().map(|(b, _)| b.len() as u64).sum();
-        if self.tail.checked_add(total).is_none_or(|t| t > MAX_TAIL) {
+    /// Encode chunks on the thread pool while a writer thread writes the
+    /// finished ones at the data tail, in order: the page-cache copies of
+    /// `pwrite` overlap compression instead of following it. Nothing is
+    /// recorded here; on error the bytes past the tail are garbage that the
+    /// next append overwrites.
+    fn encode_while_writing<F>(&self, encoded: &mut [EncodedChunk], encode_chunk: &F) -> Result<()>
+    where
+        F: Fn((usize, &mut EncodedChunk)) -> std::result::Result<(), String> + Sync,
+    {
+        let tail = self.tail;
+        std::thread::scope(|scope| {
+            let (tx, rx) = std::sync::mpsc::channel::<(usize, &EncodedChunk)>();
+            let writer = scope.spawn(move || -> Result<()> {
+                let mut ready = std::collections::BTreeMap::new();
+                let (mut next, mut at) = (0, tail);
+                for (c, chunk) in rx {
+                    ready.insert(c, chunk);
+                    while let Some((bytes, _)) = ready.remove(&next) {
+                        self.check_room_at(at, bytes.len() as u64)?;
+                        self.write_data(at, bytes)?;
+                        at += bytes.len() as u64;
+                        next += 1;
+                    }
+                }
+                Ok(())
+            });
+            let encoding = encoded.par_iter_mut().enumerate().try_for_each_with(tx, |tx, (c, chunk)| {
+                encode_chunk((c, &mut *chunk))?;
+                let done: &EncodedChunk = chunk;
+                // A closed channel means the writer failed; its error is reported below.
+                let _ = tx.send((c, done));
+                Ok(())
+            });
+            let writing = writer.join().expect("writer thread panicked");
+            encoding.map_err(|why| self.invalid(why)).and(writing)
+        })
+    }
+
+    /// Write encoded chunks at the data tail, in order, then their locations.
+    fn write_encoded(&mut self, n: usize, encoded: &[EncodedChunk]) -> Result<()> {
+        let total: u64 = encoded.iter().map(|(bytes, _)| bytes.len() as u64).sum();
+        self.check_room(total)?;
+        let mut at = self.tail;
+        for (bytes, _) in encoded {
+            self.write_data(at, bytes)?;
+            at += bytes.len() as u64;
+        }
+        self.write_locs_of(n, encoded)
+    }
+
+    /// Write the locations of encoded chunks already written at the data tail.
+    fn write_locs_of(&mut self, n: usize, encoded: &[EncodedChunk]) -> Result<()> {
+        let mut at = self.tail;
+        let mut locs = Vec::with_capacity(n * 16);
+        for &(phys, logic) in encoded.iter().flat_map(|(_, lens)| lens) {
+            locs.extend_from_slice(
+                &RecordLoc { offset: at, phys_length: phys, logic_length: logic }.encode(),
+            );
+            at += u64::from(phys);
+        }
+        self.write_locs(n, &locs, at)
+    }
+
+    /// Raw Dense rows are stored as they are, back to back: one write for the
+    /// whole window (not one per row), then its locations.
+    fn write_raw_rows(&mut self, window: &[u8], row: usize) -> Result<()> {
+        self.check_room(window.len() as u64)?;
+        let n = window.len() / row;
+        let mut locs = Vec::with_capacity(n * 16);
+        for k in 0..n as u64 {
+            let loc = RecordLoc {
+                offset: self.tail + k * row as u64,
+                phys_length: row as u32,
+                logic_length: row as u32,
+            };
+            locs.extend_from_slice(&loc.encode());
+        }
+        self.write_data(self.tail, window)?;
+        self.write_locs(n, &locs, self.tail + window.len() as u64)
+    }
+
+    /// Fail with `StoreFull` unless `bytes` more fit under `MAX_TAIL`.
+    fn check_room(&self, bytes: u64) -> Result<()> {
+        self.check_room_at(self.tail, bytes)
+    }
+
+    /// As [`Writer::check_room`] for bytes written at `at`.
+    fn check_room_at(&self, at: u64, bytes: u64) -> Result<()> {
+        if at.checked_add(bytes).is_none_or(|t| t > MAX_TAIL) {
             return Err(Error::StoreFull {
                 store: self.name.clone(),
                 why: format!("data.zr would pass 2^63-1 bytes (at {})", self.tail),
             });
         }
-        let n: usize = parts.iter().map(|(_, l)| l.len()).sum();
-        let mut at = self.tail;
-        let mut locs = Vec::with_capacity(n * 16);
-        for (bytes, lens) in parts {
-            self.write_data(at, bytes)?;
-            for &(phys, logic) in *lens {
-                locs.extend_from_slice(
-                    &RecordLoc { offset: at, phys_length: phys, logic_length: logic }.encode(),
-                );
-                at += u64::from(phys);
-            }
-        }
+        Ok(())
+    }
+
+    /// Write the locations of `n` records just written and advance to `tail`.
+    fn write_locs(&mut self, n: usize, locs: &[u8], tail: u64) -> Result<()> {
         self.meta
-            .write_all_at(&locs, RecordLoc::position(self.length))
+            .write_all_at(locs, RecordLoc::position(self.length))
             .map_err(|e| Error::io(self.dir.join("meta.zr"), "write", e))?;
         self.length += n as u64;
-        self.tail = at;
+        self.tail = tail;
         Ok(())
     }
 

@@ -75,11 +75,16 @@ impl CompressDict {
 
 thread_local! {
     static CCTX: RefCell<zstd_safe::CCtx<'static>> = RefCell::new(zstd_safe::CCtx::create());
-    static CSCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Largest frame `compress_append` can produce for `len` input bytes.
+pub fn compress_bound(len: usize) -> usize {
+    zstd_safe::compress_bound(len)
 }
 
 /// Compress `src` as one frame (content size in the header) and append it to `out`.
-/// Returns the frame's length.
+/// Returns the frame's length. The frame is written straight into `out`'s
+/// spare capacity (reserved here), not staged and copied.
 ///
 /// # Errors
 /// A message from zstd (it only fails on resource exhaustion).
@@ -89,19 +94,16 @@ pub fn compress_append(
     dict: Option<&CompressDict>,
     out: &mut Vec<u8>,
 ) -> Result<usize, String> {
-    CSCRATCH.with(|scratch| {
-        let mut scratch = scratch.borrow_mut();
-        scratch.clear();
-        scratch.reserve(zstd_safe::compress_bound(src.len()));
-        let n = CCTX.with(|ctx| {
-            let mut ctx = ctx.borrow_mut();
-            match dict {
-                Some(d) => ctx.compress_using_cdict(&mut *scratch, src, &d.cdict),
-                None => ctx.compress(&mut *scratch, src, level),
-            }
-        });
-        let n = n.map_err(|code| format!("zstd compression failed: {}", zstd_safe::get_error_name(code)))?;
-        out.extend_from_slice(&scratch[..n]);
-        Ok(n)
-    })
+    let start = out.len();
+    out.reserve(zstd_safe::compress_bound(src.len()));
+    let mut tail = std::io::Cursor::new(out);
+    tail.set_position(start as u64);
+    let n = CCTX.with(|ctx| {
+        let mut ctx = ctx.borrow_mut();
+        match dict {
+            Some(d) => ctx.compress_using_cdict(&mut tail, src, &d.cdict),
+            None => ctx.compress(&mut tail, src, level),
+        }
+    });
+    n.map_err(|code| format!("zstd compression failed: {}", zstd_safe::get_error_name(code)))
 }

@@ -10,7 +10,7 @@ cfg_if::cfg_if! {
     if #[cfg(feature = "native")] {
         pub mod c;
         pub use c::{decompress_exact, Dict};
-        pub use c::{compress_append, CompressDict};
+        pub use c::{compress_append, compress_bound, CompressDict};
     } else {
         pub use pure::{decompress_exact, Dict};
     }

@@ -1,6 +1,6 @@
 //! Decoding stored records into the caller's buffer, and assembling batches.
 
-use super::{dtype::DType, header::Codec, loc::RecordLoc, ragged, store_info::StoreInfo};
+use super::{header::Codec, loc::RecordLoc, ragged, store_info::StoreInfo};
 use crate::codec::{self, Dict};
 use crate::{Error, Result};
 use std::ops::Range;
@@ -10,6 +10,7 @@ use std::ops::Range;
 ///
 /// # Errors
 /// `CorruptRecord` when the frame fails or decodes to another size.
+#[inline]
 pub fn decode_record(
     info: &StoreInfo,
     index: u64,
@@ -169,6 +170,9 @@ pub struct RaggedBatch {
     pub(crate) spans: Vec<Range<usize>>,
     pub(crate) dims: Vec<u64>,
     pub(crate) dim_starts: Vec<usize>,
+    /// Scratch kept between gathers so a reused batch allocates nothing per gather.
+    pub(crate) locs: Vec<RecordLoc>,
+    pub(crate) slots: Vec<Range<usize>>,
 }
 
 impl RaggedBatch {
@@ -210,8 +214,15 @@ impl RaggedBatch {
 /// Slots are spaced so that compaction only ever moves payloads towards the
 /// start of the buffer: one allocation, no second copy of the batch.
 pub fn ragged_slots(locs: &[RecordLoc]) -> Result<(Vec<Range<usize>>, usize), String> {
-    let mut at: usize = 0;
     let mut slots = Vec::with_capacity(locs.len());
+    let total = ragged_slots_into(locs, &mut slots)?;
+    Ok((slots, total))
+}
+
+/// As [`ragged_slots`], filling `slots` (cleared first) and returning the total.
+pub fn ragged_slots_into(locs: &[RecordLoc], slots: &mut Vec<Range<usize>>) -> Result<usize, String> {
+    let mut at: usize = 0;
+    slots.clear();
     for loc in locs {
         let len = loc.logic_length as usize;
         slots.push(at..at + len);
@@ -219,7 +230,40 @@ pub fn ragged_slots(locs: &[RecordLoc]) -> Result<(Vec<Range<usize>>, usize), St
             .checked_add(len.next_multiple_of(8) + 8)
             .ok_or_else(|| "batch larger than the address space".to_string())?;
     }
-    Ok((slots, at))
+    Ok(at)
+}
+
+/// Clear `out`'s shapes and spans before records are placed with [`place_ragged`].
+pub fn begin_ragged(out: &mut RaggedBatch) {
+    out.dims.clear();
+    out.dim_starts.clear();
+    out.spans.clear();
+    out.dim_starts.push(0);
+}
+
+/// Place one decoded Ragged record (with its shape prefix) in a packed batch:
+/// parse the prefix into `out`'s shapes and give its payload the next span,
+/// aligned for `info`'s dtype, starting at or after `*at`. Returns the prefix
+/// length and the span; the caller moves the payload there.
+///
+/// # Errors
+/// `CorruptRecord` for a prefix that does not fit its record.
+#[inline]
+pub fn place_ragged(
+    info: &StoreInfo,
+    index: u64,
+    record: &[u8],
+    at: &mut usize,
+    out: &mut RaggedBatch,
+) -> Result<(usize, Range<usize>)> {
+    let head = ragged::parse_prefix(record, info.dtype(), &mut out.dims)
+        .map_err(|why| Error::CorruptRecord { store: info.name.clone(), index, why })?;
+    let start = at.next_multiple_of(info.dtype().alignment());
+    let span = start..start + (record.len() - head);
+    out.spans.push(span.clone());
+    out.dim_starts.push(out.dims.len());
+    *at = span.end;
+    Ok((head, span))
 }
 
 /// Split `buf` into one mutable part per slot (slots sorted and disjoint, as
@@ -250,24 +294,22 @@ pub fn compact_ragged(
     slots: &[Range<usize>],
     out: &mut RaggedBatch,
 ) -> Result<()> {
-    let dtype: &DType = info.dtype();
-    let align = dtype.alignment();
-    out.dims.clear();
-    out.dim_starts.clear();
-    out.spans.clear();
-    out.dim_starts.push(0);
+    begin_ragged(out);
     let mut at = 0usize;
+    let mut data = std::mem::take(&mut out.data);
     for (slot, &index) in slots.iter().zip(indices) {
-        let buf = out.data.as_mut_slice();
-        let head = ragged::parse_prefix(&buf[slot.clone()], dtype, &mut out.dims)
-            .map_err(|why| Error::CorruptRecord { store: info.name.clone(), index, why })?;
-        let start = at.next_multiple_of(align);
-        let len = slot.len() - head;
-        buf.copy_within(slot.start + head..slot.end, start);
-        out.spans.push(start..start + len);
-        out.dim_starts.push(out.dims.len());
-        at = start + len;
+        let buf = data.as_mut_slice();
+        let placed = place_ragged(info, index, &buf[slot.clone()], &mut at, out);
+        let (head, span) = match placed {
+            Ok(p) => p,
+            Err(e) => {
+                out.data = data;
+                return Err(e);
+            }
+        };
+        buf.copy_within(slot.start + head..slot.end, span.start);
     }
-    out.data.truncate(at);
+    data.truncate(at);
+    out.data = data;
     Ok(())
 }

@@ -30,6 +30,7 @@ impl RecordLoc {
     }
 
     /// Read entry `i` of a slice of consecutive entries.
+    #[inline]
     pub fn from_table(table: &[u8], i: usize) -> RecordLoc {
         let at = i * LOC_SIZE as usize;
         RecordLoc::decode(table[at..at + 16].try_into().expect("16 bytes"))
@@ -47,6 +48,25 @@ impl RecordLoc {
     /// End of the stored bytes (exclusive).
     pub fn end(&self) -> u64 {
         self.offset + u64::from(self.phys_length)
+    }
+
+    /// Whether this location passes [`RecordLoc::validate`], without building
+    /// an error (the gather hot path; call `validate` for the error when not).
+    #[inline]
+    pub fn is_valid(&self, codec: Codec, tail_offset: u64) -> bool {
+        (1..=MAX_RECORD_BYTES).contains(&u64::from(self.logic_length))
+            && self.phys_length != 0
+            && (codec != Codec::Raw || self.phys_length == self.logic_length)
+            && self.offset.checked_add(u64::from(self.phys_length)).is_some_and(|end| end <= tail_offset)
+    }
+
+    /// Whether this location passes [`RecordLoc::validate`] and decodes to
+    /// exactly `row_bytes` bytes (a Dense row): the gather hot path's check,
+    /// a handful of compares that build no error. When it says no, call
+    /// `validate` (and the row check) for the error to report.
+    #[inline]
+    pub fn is_valid_row(&self, codec: Codec, tail_offset: u64, row_bytes: u64) -> bool {
+        u64::from(self.logic_length) == row_bytes && self.is_valid(codec, tail_offset)
     }
 
     /// Check the rules every RecordLoc read must satisfy (FORMAT.md).
