@@ -1,6 +1,8 @@
-//! IID draws per second: batches of 256 over a store of 10^6 records.
+//! IID draws per second: batches of 256 over a store of 10^6 records, side by
+//! side with NumPy's `default_rng().integers` drawing the same batches (run in
+//! the loaderx venv that `.ci/install` sets up, when it is there).
 //!
-//! Run with `cargo bench --no-default-features --bench sampler`.
+//! Run with `cargo bench --bench sampler`.
 
 use std::hint::black_box;
 use std::time::Instant;
@@ -29,6 +31,7 @@ fn main() {
         rates.push((BATCHES_PER_RUN * BATCH) as f64 / secs);
     }
     rates.sort_by(f64::total_cmp);
+    let ours = rates[RUNS / 2];
     println!(
         "iid length={LENGTH} batch={BATCH}: median {:.3e} draws/s (min {:.3e}, max {:.3e}, {RUNS} runs of {} draws)",
         rates[RUNS / 2],
@@ -36,4 +39,29 @@ fn main() {
         rates[RUNS - 1],
         BATCHES_PER_RUN * BATCH
     );
+    match numpy_draws_per_second() {
+        Some(numpy) => println!(
+            "numpy default_rng().integers(0, {LENGTH}, {BATCH}) per batch: median {numpy:.3e} draws/s; zrecord / numpy = {:.2}x",
+            ours / numpy
+        ),
+        None => println!("numpy: not measured (no venv at ~/.cache/zrecord/venv-loaderx; run .ci/install)"),
+    }
+}
+
+/// NumPy's draws/s for the same batches, median of 5 runs, or `None` without the venv.
+fn numpy_draws_per_second() -> Option<f64> {
+    let home = std::env::var("HOME").ok()?;
+    let python = std::path::Path::new(&home).join(".cache/zrecord/venv-loaderx/bin/python");
+    let script = format!(
+        "import time, numpy as np\n\
+         rng = np.random.default_rng(42)\n\
+         rates = []\n\
+         for _ in range(5):\n\
+         \x20   t = time.perf_counter()\n\
+         \x20   for _ in range(40000): rng.integers(0, {LENGTH}, {BATCH})\n\
+         \x20   rates.append(40000 * {BATCH} / (time.perf_counter() - t))\n\
+         print(sorted(rates)[2])\n"
+    );
+    let out = std::process::Command::new(python).arg("-c").arg(script).output().ok()?;
+    String::from_utf8(out.stdout).ok()?.trim().parse().ok()
 }
