@@ -4,28 +4,12 @@
 
 mod common;
 
-use common::{fixtures_dir, loaderx_python, run_loaderx};
+use common::{fixtures_dir, loaderx_python, run_loaderx, Rng};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 use zrecord::{Backend, Codec, CreateOptions, Error, OpenOptions, Store, Writer};
-
-/// A small deterministic generator (splitmix64).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
 
 /// Records of a gather as (shape, payload) pairs.
 fn gather(store: &Store, indices: &[u64]) -> Vec<(Vec<u64>, Vec<u8>)> {
@@ -74,8 +58,8 @@ fn many_threads_gather_like_one() {
                     (0..8)
                         .map(|b| {
                             // Every fourth batch is large enough to go parallel inside the gather.
-                            let len = if b % 4 == 3 { large.max(2) } else { 1 + rng.below(16) };
-                            (0..len).map(|_| rng.below(n)).collect()
+                            let len = if b % 4 == 3 { large.max(2) } else { 1 + rng.below(16) as u64 };
+                            (0..len).map(|_| rng.below(n as usize) as u64).collect()
                         })
                         .collect()
                 })

@@ -12,7 +12,7 @@
 mod common;
 mod fuzz_common;
 
-use common::fixtures_dir;
+use common::{fixtures_dir, Rng};
 use fuzz_common::{exercise, join, split, Files, Reach};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::path::Path;
@@ -101,29 +101,6 @@ unsafe impl GlobalAlloc for Bounded {
 
 #[global_allocator]
 static ALLOCATOR: Bounded = Bounded;
-
-/// A small deterministic generator (splitmix64).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        if n == 0 {
-            0
-        } else {
-            (self.next() % n as u64) as usize
-        }
-    }
-    fn bytes(&mut self, n: usize) -> Vec<u8> {
-        (0..n).map(|_| self.next() as u8).collect()
-    }
-}
 
 fn read_store(dir: &Path) -> Files {
     let read = |f: &str| std::fs::read(dir.join(f));
