@@ -4,7 +4,6 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import assert from 'node:assert/strict';
-import { chromium } from 'playwright-core';
 
 function need(name) {
   const v = process.env[name];
@@ -24,16 +23,7 @@ export const env = {
   shots: need('SCREENSHOTS'),
 };
 
-// Flags from TOOLCHAIN.md: no sandbox in containers, and nothing that
-// reaches for the network on its own.
-const ARGS = [
-  '--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--disable-background-networking',
-  '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic',
-];
-
-export async function launch() {
-  return chromium.launch({ executablePath: '/usr/bin/chromium', args: ARGS, timeout: 60_000 });
-}
+export { launch } from '../../scripts/chromium.mjs';
 
 /** A laptop-sized page that fails the test on any uncaught page error. */
 export async function newPage(browser) {
