@@ -13,7 +13,10 @@ check=0
 [ "${1:-}" = "--check" ] && check=1
 
 export CARGO_PROFILE_RELEASE_DEBUG=false
-export CARGO_PROFILE_RELEASE_OPT_LEVEL=z
+# Speed over size: opt-level 3 decodes 12-37% faster in Chromium than "z"
+# for 9% more bytes (326 vs 298 KB, 123 vs 114 KB gzipped; `cargo bench
+# --bench remote` with ZRECORD_BENCH_PKG, two interleaved rounds).
+export CARGO_PROFILE_RELEASE_OPT_LEVEL=3
 export CARGO_PROFILE_RELEASE_LTO=true
 export CARGO_PROFILE_RELEASE_CODEGEN_UNITS=1
 export CARGO_PROFILE_RELEASE_PANIC=abort
