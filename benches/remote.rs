@@ -13,6 +13,7 @@
 //! cargo bench --bench remote                          # full run, about 2 min
 //! cargo bench --bench remote -- --json out.json       # also write the results as JSON
 //! cargo bench --bench remote -- --no-browser          # native rows only
+//! cargo bench --bench remote -- --keep DIR            # keep the stores (and the served tree) in DIR
 //! cargo test --release --bench remote -- --quick      # smoke run (the test suite's)
 //! ZRECORD_BENCH_PKG=/tmp/pkg-o3 cargo bench --bench remote   # another build of pkg/
 //! ```
@@ -39,11 +40,13 @@ struct Args {
     quick: bool,
     browser: bool,
     json: Option<PathBuf>,
+    /// Write the stores (and the served tree) here and keep them.
+    keep: Option<PathBuf>,
     secs: f64,
 }
 
 fn parse_args() -> Option<Args> {
-    let mut a = Args { quick: false, browser: true, json: None, secs: f64::NAN };
+    let mut a = Args { quick: false, browser: true, json: None, keep: None, secs: f64::NAN };
     let mut bench = false;
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -52,8 +55,11 @@ fn parse_args() -> Option<Args> {
             "--quick" => a.quick = true,
             "--no-browser" => a.browser = false,
             "--json" => a.json = Some(it.next().expect("--json FILE").into()),
+            "--keep" => a.keep = Some(it.next().expect("--keep DIR").into()),
             "--secs" => a.secs = it.next().and_then(|s| s.parse().ok()).expect("--secs SECONDS"),
-            other => panic!("unknown option {other} (--quick, --no-browser, --json FILE, --secs S)"),
+            other => {
+                panic!("unknown option {other} (--quick, --no-browser, --json FILE, --keep DIR, --secs S)")
+            }
         }
     }
     if a.secs.is_nan() {
@@ -275,7 +281,11 @@ fn main() {
     };
     let sizes = if args.quick { QUICK } else { FULL };
     let root = tempfile::tempdir().expect("temp dir");
-    let root_path = root.path().canonicalize().expect("temp dir");
+    if let Some(keep) = &args.keep {
+        assert!(!keep.exists(), "--keep {}: already exists", keep.display());
+        std::fs::create_dir_all(keep).expect("create --keep directory");
+    }
+    let root_path = args.keep.as_deref().unwrap_or(root.path()).canonicalize().expect("root directory");
     {
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&root_path, std::fs::Permissions::from_mode(0o755)).expect("chmod");

@@ -34,7 +34,7 @@ fixtures=$(cd "$repo/../shared/fixtures/loaderx-2.0.1" 2>/dev/null && pwd) \
   || die "fixtures not found at ../shared/fixtures/loaderx-2.0.1"
 
 step "playwright-core (npm, no browser download)"
-if [ ! -d node_modules/playwright-core ]; then
+if { [ ! -d node_modules/playwright-core ] || [ ! -x node_modules/.bin/wasm-opt ]; }; then
   PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --silent
 fi
 
