@@ -57,12 +57,6 @@ const MAX_OWNED_TABLE: u64 = 256 << 20;
 /// (raw copies are cheap, so they need more work to pay for the hand-off).
 const PAR_BYTES_RAW: usize = 4 << 20;
 const PAR_BYTES_ZSTD: usize = 128 << 10;
-/// Compressed records claiming more decoded bytes than this have their frame
-/// header read and checked before any buffer is sized for them.
-const CHECK_HEADER_ABOVE: u32 = 1 << 20;
-/// Dense batches larger than this have every location checked before the
-/// batch buffer is allocated (smaller ones are checked as they are read).
-const PRECHECK_BYTES: usize = 16 << 20;
 /// Rows whose locations a sequential Dense gather resolves ahead of copying.
 const LOOKAHEAD: usize = 16;
 /// Largest dictionary accepted from `dict.zr` (loaderx's largest tier is 1 MiB).
@@ -331,7 +325,7 @@ impl Store {
     /// Before a big compressed record is allocated for, check that its frame
     /// declares the size its location claims (one small read).
     fn check_big_frame(&self, index: u64, loc: &RecordLoc) -> Result<()> {
-        if !self.codec().is_compressed() || loc.logic_length <= CHECK_HEADER_ABOVE {
+        if !decode::is_big_claim(&self.info, loc) {
             return Ok(());
         }
         let len = (loc.phys_length as usize).min(decode::ZSTD_MAX_HEADER);
@@ -478,14 +472,13 @@ impl Store {
     pub fn gather_dense_batch(&self, indices: &[u64], batch: &mut DenseBatch) -> Result<()> {
         let row = self.row_bytes()?;
         let item_shape = self.item_shape().unwrap_or(&[]);
-        if indices.len().saturating_mul(row) > PRECHECK_BYTES {
+        if indices.len().saturating_mul(row) > decode::PRECHECK_BYTES {
             // A big batch is only allocated once its records are known to
             // hold that much: a hostile schema alone cannot claim gigabytes.
             self.info.check_indices(indices)?;
             for &i in indices {
                 let loc = self.loc_unchecked(i)?;
                 decode::check_dense_loc(&self.info, i, &loc, row as u64)?;
-                decode::check_record_loc(&self.info, i, &loc)?;
                 self.check_big_frame(i, &loc)?;
             }
         }

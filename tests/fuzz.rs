@@ -1,7 +1,8 @@
 //! Fuzzing inside `cargo test`: real stores with bytes flipped, inserted,
 //! cut and overwritten with hostile values, plus fully random files, opened
 //! with `Store::from_sources` over memory and read record by record and all
-//! at once. Never a panic, only typed errors, and — enforced by this binary's
+//! at once, and served from memory to the remote reader, which must agree
+//! with the local one. Never a panic, only typed errors, and — enforced by this binary's
 //! allocator — no single allocation over 64 MiB: the reader never sizes a
 //! buffer by a length field it has not checked against the bytes it holds.
 //!
@@ -13,12 +14,18 @@ mod common;
 mod fuzz_common;
 
 use common::{fixtures_dir, Rng};
-use fuzz_common::{exercise, join, split, Files, Reach};
+use fuzz_common::{exercise, exercise_remote, join, split, Files, MemoryServer, Reach};
 use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::RefCell;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::Duration;
 use zrecord::format::RecordLoc;
-use zrecord::{Codec, CreateOptions, Writer};
+use zrecord::remote::{
+    block_on, LocalBoxFuture, RangeClient, RangeRequest, RangeResponse, RemoteOptions, RemoteStore,
+    TransportError,
+};
+use zrecord::{Codec, CreateOptions, Error, Store, Writer};
 
 /// Largest single allocation any test of this binary may make.
 const LIMIT: usize = 64 << 20;
@@ -267,7 +274,10 @@ fn first_seed() -> u64 {
 fn run_case(case: u64, files: Files) -> Reach {
     CASE.store(case, Ordering::Relaxed);
     let input = join(&files.0, &files.1, files.2.as_deref());
-    let outcome = std::panic::catch_unwind(|| exercise(files));
+    let outcome = std::panic::catch_unwind(|| {
+        let remote = exercise_remote(&files);
+        exercise(files).and_then(|reach| remote.map(|()| reach))
+    });
     let problem = match outcome {
         Ok(Ok(reach)) => return reach,
         Ok(Err(why)) => why,
@@ -397,4 +407,142 @@ fn write_cargo_fuzz_corpus() {
         }
         std::fs::write(dir.join(name), join(&meta, &data, dict.as_deref())).unwrap();
     }
+}
+
+/// A server that mangles the framing of its answers (status, Content-Range,
+/// ETag, encoding, body length) or drops the connection, at random; bodies
+/// of the right length are never altered (that is stored-byte corruption,
+/// which the store mutations above cover).
+struct Mangler {
+    server: MemoryServer,
+    rng: RefCell<Rng>,
+    /// One answer in `odds` is mangled.
+    odds: usize,
+}
+
+impl Mangler {
+    fn mangle(&self, mut r: RangeResponse) -> Result<RangeResponse, TransportError> {
+        let rng = &mut *self.rng.borrow_mut();
+        if rng.below(self.odds) != 0 {
+            return Ok(r);
+        }
+        let total = r.content_range.as_deref().and_then(|c| c.rsplit('/').next()?.parse::<u64>().ok());
+        let total = total.unwrap_or(0);
+        match rng.below(12) {
+            0 => r.status = [200, 204, 304, 400, 403, 404, 416, 500, 503][rng.below(9)],
+            1 => r.content_range = None,
+            2 => {
+                r.content_range =
+                    Some(["bytes", "bytes 0-/", "bytes */*", "items 0-1/2", ""][rng.below(5)].into())
+            }
+            3 => {
+                r.content_range =
+                    Some(format!("bytes 0-{}/{}", r.body.len(), total + 1 + rng.below(9) as u64))
+            }
+            4 => r.content_range = Some(format!("bytes {}-{}/{total}", rng.below(9), rng.below(99_999))),
+            5 => r.body.truncate(rng.below(r.body.len().max(1))),
+            6 => {
+                let n = 1 + rng.below(64);
+                r.body.extend(rng.bytes(n));
+            }
+            7 => r.etag = [None, Some("\"other\"".into()), Some("W/\"fuzz\"".into())][rng.below(3)].clone(),
+            8 => r.content_encoding = Some(["gzip", "br", "identity", ""][rng.below(4)].into()),
+            9 => return Err(TransportError::Network("connection reset (fuzz)".into())),
+            10 => return Err(TransportError::Fatal("refused (fuzz)".into())),
+            _ => r.status = 206,
+        }
+        Ok(r)
+    }
+}
+
+impl RangeClient for Mangler {
+    fn get(&self, req: RangeRequest) -> LocalBoxFuture<'_, Result<RangeResponse, TransportError>> {
+        Box::pin(async move {
+            let answer = self.server.get(req).await?;
+            self.mangle(answer)
+        })
+    }
+    fn sleep(&self, _: Duration) -> LocalBoxFuture<'_, ()> {
+        Box::pin(async {})
+    }
+}
+
+/// What a read through the remote reader may end in when the server mangles
+/// its answers: the right records, or an error that says what went wrong.
+fn remote_outcome_ok(what: &str, got: zrecord::Result<Vec<u8>>, want: &[u8]) {
+    match got {
+        Ok(bytes) => assert!(bytes == want, "{what}: a mangled answer gave wrong bytes"),
+        Err(
+            Error::Remote { .. }
+            | Error::StoreChanged { .. }
+            | Error::NotFound { .. }
+            | Error::BadFormat { .. }
+            | Error::Unpublished { .. }
+            | Error::CorruptRecord { .. },
+        ) => {}
+        Err(e) => panic!("{what}: unexpected error {e:?}"),
+    }
+}
+
+#[test]
+fn mangled_answers_fail_cleanly_or_read_right() {
+    let seeds: Vec<(String, Files)> =
+        seeds().into_iter().filter(|(n, _)| !n.contains("unpublished")).collect();
+    let mut rng = Rng(first_seed() ^ 0xBAD);
+    let options = RemoteOptions { max_gap: 64, max_request: 4096, cache_pages: 2, ..Default::default() };
+    let (mut ok, mut refused) = (0u64, 0u64);
+    for case in 0..iterations() / 3 {
+        let (name, files) = &seeds[rng.below(seeds.len())];
+        let local = Store::from_sources(
+            "fuzz",
+            Box::new(zrecord::source::memory::MemorySource::new(files.0.clone())),
+            Box::new(zrecord::source::memory::MemorySource::new(files.1.clone())),
+            files.2.clone(),
+        )
+        .unwrap();
+        let read_local = |idx: &[u64]| match local.item_shape() {
+            Some(_) => local.gather(idx).unwrap().bytes().to_vec(),
+            None => local.gather_ragged(idx).unwrap().iter().flat_map(|(_, b)| b.to_vec()).collect(),
+        };
+        let client = Mangler {
+            server: MemoryServer { files: files.clone() },
+            rng: RefCell::new(Rng(rng.next())),
+            odds: [2, 5, 20][rng.below(3)],
+        };
+        let what = format!("case {case} ({name})");
+        CASE.store(4_000_000 + case, Ordering::Relaxed);
+        let remote = match block_on(RemoteStore::open(client, "http://fuzz.invalid/s/", options.clone())) {
+            Ok(r) => r,
+            Err(e) => {
+                remote_outcome_ok(&what, Err(e), &[]);
+                refused += 1;
+                continue;
+            }
+        };
+        assert_eq!(remote.info().header, local.info().header, "{what}: header");
+        let n = local.len();
+        let mut batches: Vec<Vec<u64>> = (0..n.min(8)).map(|i| vec![i]).collect();
+        batches.push((0..n).rev().collect());
+        for idx in batches.iter().filter(|b| !b.is_empty()) {
+            let got = block_on(async {
+                Ok(match remote.item_shape() {
+                    Some(_) => remote.gather(idx).await?.bytes().to_vec(),
+                    None => remote.gather_ragged(idx).await?.iter().flat_map(|(_, b)| b.to_vec()).collect(),
+                })
+            });
+            let failed = got.is_err();
+            remote_outcome_ok(
+                &format!("{what}, records {:?}", &idx[..idx.len().min(3)]),
+                got,
+                &read_local(idx),
+            );
+            if failed {
+                refused += 1;
+            } else {
+                ok += 1;
+            }
+        }
+    }
+    eprintln!("mangled answers: {ok} reads right, {refused} refused");
+    assert!(ok > 100 && refused > 100, "the mangling must both pass and break reads");
 }

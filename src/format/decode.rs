@@ -88,6 +88,21 @@ pub fn zstd_declared_size(frame: &[u8]) -> Result<Option<u64>, String> {
     })
 }
 
+/// Dense batches larger than this have every location checked (and a
+/// remote reader fetches their bytes) before the batch buffer is allocated;
+/// smaller ones are checked as they are read.
+pub const PRECHECK_BYTES: usize = 16 << 20;
+
+/// Compressed records claiming more decoded bytes than this have their frame
+/// header checked ([`check_frame_header`]) before any buffer is sized for them.
+pub const CHECK_HEADER_ABOVE: u32 = 1 << 20;
+
+/// Whether `loc` claims enough that its frame header must be checked before
+/// a buffer is sized by its `logic_length`.
+pub fn is_big_claim(info: &StoreInfo, loc: &RecordLoc) -> bool {
+    info.codec().is_compressed() && loc.logic_length > CHECK_HEADER_ABOVE
+}
+
 /// Check that a compressed record's frame header (its first
 /// `min(phys_length, ZSTD_MAX_HEADER)` bytes) declares its `logic_length`.
 ///

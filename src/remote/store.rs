@@ -541,18 +541,44 @@ impl<C: RangeClient> RemoteStore<C> {
                 r.start, r.end
             )));
         }
-        let total: u64 = ranges.iter().map(|r| r.end - r.start).sum();
-        let total = usize::try_from(total).map_err(|_| self.invalid("ranges larger than memory"))?;
-        let mut out = vec![0u8; total];
-        let mut parts: Vec<&mut [u8]> = Vec::with_capacity(ranges.len());
-        let mut rest = out.as_mut_slice();
-        for r in ranges {
-            let (part, tail) = std::mem::take(&mut rest).split_at_mut((r.end - r.start) as usize);
-            parts.push(part);
-            rest = tail;
+        Ok(self.fetch_each(ranges).await?.concat())
+    }
+
+    /// The stored bytes of records at checked `locs`, before a buffer is
+    /// sized by their lengths: data.zr's size is not known before its first
+    /// answer, so every length must be backed by bytes that arrived, and each
+    /// big frame must declare its claim (as the local reader checks).
+    async fn fetch_checked(&self, indices: &[u64], locs: &[RecordLoc]) -> Result<Vec<Vec<u8>>> {
+        let ranges: Vec<Range<u64>> = locs.iter().map(|l| l.offset..l.end()).collect();
+        let stored = self.fetch_each(&ranges).await?;
+        for ((&i, loc), src) in indices.iter().zip(locs).zip(&stored) {
+            if decode::is_big_claim(&self.info, loc) {
+                let head = &src[..src.len().min(decode::ZSTD_MAX_HEADER)];
+                decode::check_frame_header(&self.info, i, loc, head)?;
+            }
         }
+        Ok(stored)
+    }
+
+    /// Decode record `k` of `stored` into the `k`-th of `parts`.
+    fn decode_stored<'a>(
+        &self,
+        indices: &[u64],
+        stored: &[Vec<u8>],
+        parts: impl IntoIterator<Item = &'a mut [u8]>,
+    ) -> Result<()> {
+        for ((&i, src), dst) in indices.iter().zip(stored).zip(parts) {
+            decode::decode_record(&self.info, i, self.dict.as_ref(), src, dst)?;
+        }
+        Ok(())
+    }
+
+    /// The bytes of each of `ranges` (validated), fetched as [`Self::fetch_ranges`]
+    /// fetches them; each buffer is allocated when its bytes have arrived.
+    async fn fetch_each(&self, ranges: &[Range<u64>]) -> Result<Vec<Vec<u8>>> {
+        let mut out = vec![Vec::new(); ranges.len()];
         self.fetch_ranges(ranges, |m, src| {
-            parts[m].copy_from_slice(src);
+            out[m] = src.to_vec();
             Ok(())
         })
         .await?;
@@ -617,12 +643,27 @@ impl<C: RangeClient> RemoteStore<C> {
     /// As [`RemoteStore::gather_into`].
     pub async fn gather_dense_batch(&self, indices: &[u64], batch: &mut DenseBatch) -> Result<()> {
         let row = self.row_bytes()?;
+        // A big batch is fetched before it is allocated: a hostile schema
+        // alone cannot claim gigabytes.
+        let stored = if indices.len().saturating_mul(row) > decode::PRECHECK_BYTES {
+            self.info.check_indices(indices)?;
+            let locs = self.locate(indices).await?;
+            for (&i, loc) in indices.iter().zip(&locs) {
+                decode::check_dense_loc(&self.info, i, loc, row as u64)?;
+            }
+            Some(self.fetch_checked(indices, &locs).await?)
+        } else {
+            None
+        };
         batch.data.resize(indices.len() * row);
         batch.shape.clear();
         batch.shape.push(indices.len() as u64);
         batch.shape.extend_from_slice(self.item_shape().unwrap_or(&[]));
         batch.dtype.clone_from(self.dtype());
-        self.gather_into(indices, batch.data.as_mut_slice()).await
+        match stored {
+            Some(stored) => self.decode_stored(indices, &stored, batch.data.as_mut_slice().chunks_mut(row)),
+            None => self.gather_into(indices, batch.data.as_mut_slice()).await,
+        }
     }
 
     /// Gather Ragged records into a new packed batch.
@@ -646,12 +687,13 @@ impl<C: RangeClient> RemoteStore<C> {
         self.info.check_indices(indices)?;
         let locs = self.locate(indices).await?;
         for (&i, loc) in indices.iter().zip(&locs) {
-            loc.validate(&self.info.name, i, self.codec(), self.info.header.tail_offset)?;
+            decode::check_record_loc(&self.info, i, loc)?;
         }
+        // The batch is sized by location fields: fetch first.
+        let stored = self.fetch_checked(indices, &locs).await?;
         let (slots, total) = decode::ragged_slots(&locs).map_err(|why| self.invalid(&why))?;
         batch.data.resize(total);
-        let mut parts = decode::slot_parts(batch.data.as_mut_slice(), &slots);
-        self.fetch_decode(indices, &locs, &mut parts).await?;
+        self.decode_stored(indices, &stored, decode::slot_parts(batch.data.as_mut_slice(), &slots))?;
         decode::compact_ragged(&self.info, indices, &slots, batch)
     }
 

@@ -2,10 +2,16 @@
 //! cargo-fuzz target in `fuzz/`: open a store from arbitrary bytes and read
 //! every record; only typed errors, results that agree with each other, and
 //! (checked by the callers' allocators) no allocation sized by an unchecked
-//! length field.
+//! length field. The remote reader, served the same bytes, must agree with
+//! the local one record by record.
 #![allow(dead_code)]
 
+use std::time::Duration;
 use zrecord::format::decode::{zstd_declared_size, ZSTD_MAX_HEADER};
+use zrecord::remote::{
+    block_on, LocalBoxFuture, RangeClient, RangeRequest, RangeResponse, RemoteOptions, RemoteStore,
+    TransportError,
+};
 use zrecord::source::memory::MemorySource;
 use zrecord::{Error, Store};
 
@@ -46,35 +52,53 @@ pub fn split(input: &[u8]) -> Files {
     (meta.to_vec(), data.to_vec(), dict)
 }
 
+/// The local store's name in errors.
+const NAME: &str = "fuzz";
+/// The remote store's URL (served from memory by [`MemoryServer`]).
+const URL: &str = "http://fuzz.invalid/store/";
+
 fn typed(e: &Error, what: &str) -> Result<(), String> {
     match e {
         Error::BadFormat { store, .. }
         | Error::Unpublished { store, .. }
         | Error::CorruptRecord { store, .. }
-            if store == "fuzz" =>
+            if store == NAME || store == URL =>
         {
             Ok(())
         }
+        // The remote reader learns data.zr's size from its first answer.
+        Error::NotFound { store, .. } if store == URL => Ok(()),
         other => Err(format!("{what}: unexpected error {other:?}")),
     }
 }
 
 type Record = (Vec<u64>, Vec<u8>);
 
+/// Split a Dense batch's bytes into records of `shape`.
+fn dense_records(shape: &[u64], bytes: &[u8], n: usize) -> Vec<Record> {
+    let row = bytes.len() / n.max(1);
+    bytes.chunks(row.max(1)).take(n).map(|r| (shape.to_vec(), r.to_vec())).collect()
+}
+
 fn read(store: &Store, indices: &[u64]) -> zrecord::Result<Vec<Record>> {
     match store.item_shape() {
-        Some(shape) => {
-            let batch = store.gather(indices)?;
-            let row = batch.bytes().len() / indices.len().max(1);
-            Ok(batch
-                .bytes()
-                .chunks(row.max(1))
-                .take(indices.len())
-                .map(|r| (shape.to_vec(), r.to_vec()))
-                .collect())
-        }
+        Some(shape) => Ok(dense_records(shape, store.gather(indices)?.bytes(), indices.len())),
         None => Ok(store.gather_ragged(indices)?.iter().map(|(s, b)| (s.to_vec(), b.to_vec())).collect()),
     }
+}
+
+fn read_remote<C: RangeClient>(store: &RemoteStore<C>, indices: &[u64]) -> zrecord::Result<Vec<Record>> {
+    block_on(async {
+        match store.item_shape() {
+            Some(shape) => Ok(dense_records(shape, store.gather(indices).await?.bytes(), indices.len())),
+            None => Ok(store
+                .gather_ragged(indices)
+                .await?
+                .iter()
+                .map(|(s, b)| (s.to_vec(), b.to_vec()))
+                .collect()),
+        }
+    })
 }
 
 /// Whether record `i` is a claim this harness leaves alone (see [`BIG_CLAIM`]).
@@ -86,6 +110,125 @@ fn consistent_big_claim(store: &Store, data: &[u8], i: u64) -> bool {
     let start = loc.offset as usize;
     let head = &data[start..start + (loc.phys_length as usize).min(ZSTD_MAX_HEADER)];
     zstd_declared_size(head) == Ok(Some(u64::from(loc.logic_length)))
+}
+
+/// A well-behaved static server holding the files in memory: `206` with an
+/// exact `Content-Range` and a fixed strong ETag, `416` past the end, `404`
+/// for a file that is not there.
+pub struct MemoryServer {
+    pub files: Files,
+}
+
+impl RangeClient for MemoryServer {
+    fn get(&self, req: RangeRequest) -> LocalBoxFuture<'_, Result<RangeResponse, TransportError>> {
+        let (meta, data, dict) = &self.files;
+        let file = match req.url.rsplit('/').next() {
+            Some("meta.zr") => Some(meta),
+            Some("data.zr") => Some(data),
+            Some("dict.zr") => dict.as_ref(),
+            _ => None,
+        };
+        let response = match file {
+            None => RangeResponse { status: 404, ..Default::default() },
+            Some(f) if req.range.start >= f.len() as u64 => RangeResponse {
+                status: 416,
+                content_range: Some(format!("bytes */{}", f.len())),
+                ..Default::default()
+            },
+            Some(f) => {
+                let end = req.range.end.min(f.len() as u64);
+                RangeResponse {
+                    status: 206,
+                    content_range: Some(format!("bytes {}-{}/{}", req.range.start, end - 1, f.len())),
+                    etag: Some("\"fuzz\"".into()),
+                    body: f[req.range.start as usize..end as usize].to_vec(),
+                    ..Default::default()
+                }
+            }
+        };
+        Box::pin(async move { Ok(response) })
+    }
+
+    fn sleep(&self, _: Duration) -> LocalBoxFuture<'_, ()> {
+        Box::pin(async {})
+    }
+}
+
+/// Small requests and pages, so that coalescing and the page cache are
+/// exercised by small stores too.
+fn remote_options() -> RemoteOptions {
+    RemoteOptions { max_gap: 64, max_request: 4096, cache_pages: 2, ..Default::default() }
+}
+
+/// Serve the files from memory to the remote reader and read every record
+/// one by one and all at once: each read must agree with the local reader's
+/// over the same bytes (the same records, or typed errors on both sides).
+///
+/// A remote open cannot see three things without extra requests, so the
+/// local reference is opened as the remote reader sees the store: without a
+/// `dict.zr` the codec does not use; a `data.zr` shorter than `tail_offset`
+/// fails the first data read instead of the open; and an empty header over
+/// a non-empty `data.zr` (with no locations in `meta.zr`) opens as empty.
+pub fn exercise_remote(files: &Files) -> Result<(), String> {
+    let (meta, data, dict) = files;
+    let codec_byte = meta.get(31).copied();
+    let seen_dict = if codec_byte == Some(2) { dict.clone() } else { None };
+    let local = Store::from_sources(
+        NAME,
+        Box::new(MemorySource::new(meta.clone())),
+        Box::new(MemorySource::new(data.clone())),
+        seen_dict,
+    );
+    let remote = block_on(RemoteStore::open(MemoryServer { files: files.clone() }, URL, remote_options()));
+    let (local, remote) = match (local, remote) {
+        (_, Err(e)) => return typed(&e, "remote open"),
+        (Ok(l), Ok(r)) => (Some(l), r),
+        (Err(e), Ok(r)) => match &e {
+            Error::BadFormat { check, .. } if check.contains("data.zr") => (None, r),
+            // An empty header over a non-empty data.zr (and a meta.zr with
+            // no locations) shows only in data.zr's size.
+            Error::Unpublished { .. } if r.is_empty() => return Ok(()),
+            _ => return Err(format!("the remote reader opened a store the local one refuses: {e}")),
+        },
+    };
+    let n = remote.len();
+    if let Some(l) = &local {
+        if l.len() != n || l.info().header != remote.info().header {
+            return Err("local and remote readers disagree on the header".into());
+        }
+    }
+    let mut all = Vec::new();
+    for i in 0..n.min(64) {
+        if local.as_ref().is_some_and(|l| consistent_big_claim(l, data, i)) {
+            continue;
+        }
+        all.push(i);
+        compare(local.as_ref(), &remote, &[i])?;
+    }
+    all.extend(all.clone().into_iter().rev());
+    compare(local.as_ref(), &remote, &all)
+}
+
+/// One read through both readers; `None` for the local one means every
+/// remote read of records must fail.
+fn compare<C: RangeClient>(
+    local: Option<&Store>,
+    remote: &RemoteStore<C>,
+    indices: &[u64],
+) -> Result<(), String> {
+    if indices.is_empty() {
+        return Ok(());
+    }
+    let what = format!("records {:?}", &indices[..indices.len().min(4)]);
+    match (local.map(|l| read(l, indices)), read_remote(remote, indices)) {
+        (Some(Ok(a)), Ok(b)) if a == b => Ok(()),
+        (Some(Ok(_)), Ok(_)) => Err(format!("{what}: the remote reader returned other bytes")),
+        (Some(Err(a)), Err(b)) => typed(&a, &what).and(typed(&b, &format!("{what} (remote)"))),
+        (None, Err(b)) => typed(&b, &format!("{what} (remote)")),
+        (Some(Ok(_)), Err(b)) => Err(format!("{what}: local read, remote failed: {b}")),
+        (Some(Err(a)), Ok(_)) => Err(format!("{what}: remote read, local failed: {a}")),
+        (None, Ok(_)) => Err(format!("{what}: remote read records of a store with data.zr too short")),
+    }
 }
 
 /// How far one input got.
