@@ -5,7 +5,7 @@ use crate::batch::{Batch, DenseBatch, RaggedBatch};
 use crate::codec::Dict;
 use crate::format::decode::{self, AlignedBytes};
 use crate::format::store_info::FileSizes;
-use crate::format::{dtype::Element, Codec, DType, Geometry, RecordLoc, StoreInfo, LOC_SIZE, PAGE_SIZE};
+use crate::format::{dtype::Element, Codec, Geometry, RecordLoc, StoreInfo, LOC_SIZE, PAGE_SIZE};
 use crate::source::{mmap::MmapSource, pread::PreadSource, ByteSource};
 use crate::{Error, Result};
 use rayon::prelude::*;
@@ -225,40 +225,11 @@ impl Store {
     pub fn path(&self) -> &Path {
         &self.dir
     }
-    /// Number of records.
-    pub fn len(&self) -> u64 {
-        self.info.len()
-    }
-    /// Whether the store holds no records.
-    pub fn is_empty(&self) -> bool {
-        self.info.is_empty()
-    }
-    /// Element type, exactly as stored (never byte-swapped).
-    pub fn dtype(&self) -> &DType {
-        self.info.dtype()
-    }
-    /// Dense (with `item_shape`) or Ragged.
-    pub fn geometry(&self) -> &Geometry {
-        self.info.geometry()
-    }
-    /// `item_shape` of a Dense store.
-    pub fn item_shape(&self) -> Option<&[u64]> {
-        match self.geometry() {
-            Geometry::Dense { item_shape } => Some(item_shape),
-            Geometry::Ragged => None,
-        }
-    }
-    /// Record codec.
-    pub fn codec(&self) -> Codec {
-        self.info.codec()
-    }
+    crate::format::store_info::info_accessors!();
+
     /// The dictionary bytes of a `zstd_dict` store.
     pub fn dict_bytes(&self) -> Option<&[u8]> {
         self.dict_bytes.as_deref()
-    }
-    /// The schema's MsgPack bytes as stored.
-    pub fn schema_bytes(&self) -> &[u8] {
-        &self.info.schema_bytes
     }
 
     /// Record `index`'s location, validated.

@@ -36,7 +36,7 @@ const PIPELINE_BYTES: usize = 4 << 20;
 pub struct CreateOptions {
     /// Record codec (default `zstd`, as loaderx).
     pub codec: Codec,
-    /// Dictionary bytes for `zstd_dict` (see [`crate::train::train_dict`]).
+    /// Dictionary bytes for `zstd_dict` (see [`crate::train`]).
     pub dict: Option<Vec<u8>>,
     /// Override the zstd level (default: loaderx's 3, or 19 with a dictionary).
     pub level: Option<i32>,

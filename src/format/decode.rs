@@ -185,8 +185,11 @@ pub struct RaggedBatch {
     pub(crate) spans: Vec<Range<usize>>,
     pub(crate) dims: Vec<u64>,
     pub(crate) dim_starts: Vec<usize>,
-    /// Scratch kept between gathers so a reused batch allocates nothing per gather.
+    /// Scratch kept between gathers so a reused batch allocates nothing per
+    /// gather (the native reader's; a wasm build never reads it).
+    #[allow(dead_code)]
     pub(crate) locs: Vec<RecordLoc>,
+    #[allow(dead_code)]
     pub(crate) slots: Vec<Range<usize>>,
 }
 

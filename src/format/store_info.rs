@@ -124,6 +124,13 @@ impl StoreInfo {
     pub fn geometry(&self) -> &Geometry {
         &self.schema.geometry
     }
+    /// `item_shape` of a Dense store; `None` for Ragged.
+    pub fn item_shape(&self) -> Option<&[u64]> {
+        match &self.schema.geometry {
+            Geometry::Dense { item_shape } => Some(item_shape),
+            Geometry::Ragged => None,
+        }
+    }
     /// Bytes of one Dense record; `None` for Ragged.
     pub fn row_bytes(&self) -> Option<u64> {
         self.schema.row_bytes()
@@ -158,3 +165,40 @@ fn unpublished(name: &str, meta: u64, data: u64) -> Error {
         ),
     }
 }
+
+/// The accessors every open store (local, remote, blocking remote) offers,
+/// written once: each reads the store's validated [`StoreInfo`] through its
+/// `info()` method. Used inside an `impl` block.
+macro_rules! info_accessors {
+    () => {
+        /// Number of records.
+        pub fn len(&self) -> u64 {
+            self.info().len()
+        }
+        /// Whether the store holds no records.
+        pub fn is_empty(&self) -> bool {
+            self.info().is_empty()
+        }
+        /// Element type, exactly as stored (never byte-swapped).
+        pub fn dtype(&self) -> &$crate::format::DType {
+            self.info().dtype()
+        }
+        /// Dense (with `item_shape`) or Ragged.
+        pub fn geometry(&self) -> &$crate::format::Geometry {
+            self.info().geometry()
+        }
+        /// `item_shape` of a Dense store.
+        pub fn item_shape(&self) -> Option<&[u64]> {
+            self.info().item_shape()
+        }
+        /// Record codec.
+        pub fn codec(&self) -> $crate::format::Codec {
+            self.info().codec()
+        }
+        /// The schema's MsgPack bytes as stored.
+        pub fn schema_bytes(&self) -> &[u8] {
+            &self.info().schema_bytes
+        }
+    };
+}
+pub(crate) use info_accessors;

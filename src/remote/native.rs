@@ -11,7 +11,7 @@ use super::exec::block_on;
 use super::store::{RemoteOptions, RemoteSizes, RemoteStats, RemoteStore};
 use crate::batch::{Batch, DenseBatch, RaggedBatch};
 use crate::format::decode::AlignedBytes;
-use crate::format::{Codec, DType, Geometry, RecordLoc, StoreInfo};
+use crate::format::{RecordLoc, StoreInfo};
 use crate::Result;
 use std::future::Future;
 use std::io::Read;
@@ -248,37 +248,11 @@ impl BlockingStore {
     pub fn url(&self) -> &str {
         self.inner.url()
     }
-    /// Number of records.
-    pub fn len(&self) -> u64 {
-        self.inner.len()
-    }
-    /// Whether the store holds no records.
-    pub fn is_empty(&self) -> bool {
-        self.inner.is_empty()
-    }
-    /// Element type.
-    pub fn dtype(&self) -> &DType {
-        self.inner.dtype()
-    }
-    /// Dense or Ragged.
-    pub fn geometry(&self) -> &Geometry {
-        self.inner.geometry()
-    }
-    /// `item_shape` of a Dense store.
-    pub fn item_shape(&self) -> Option<&[u64]> {
-        self.inner.item_shape()
-    }
-    /// Record codec.
-    pub fn codec(&self) -> Codec {
-        self.inner.codec()
-    }
+    crate::format::store_info::info_accessors!();
+
     /// The dictionary bytes of a `zstd_dict` store.
     pub fn dict_bytes(&self) -> Option<&[u8]> {
         self.inner.dict_bytes()
-    }
-    /// The schema's MsgPack bytes.
-    pub fn schema_bytes(&self) -> &[u8] {
-        self.inner.schema_bytes()
     }
     /// See [`RemoteStore::static_page`].
     pub fn static_page(&self) -> &[u8] {

@@ -21,7 +21,7 @@ use crate::codec::Dict;
 use crate::format::coalesce::coalesce;
 use crate::format::decode::{self, AlignedBytes};
 use crate::format::store_info::FileSizes;
-use crate::format::{Codec, DType, Geometry, Header, RecordLoc, StoreInfo, LOC_SIZE, PAGE_SIZE};
+use crate::format::{Codec, Geometry, Header, RecordLoc, StoreInfo, LOC_SIZE, PAGE_SIZE};
 use crate::{Error, Result};
 use std::collections::HashMap;
 use std::ops::Range;
@@ -277,40 +277,11 @@ impl<C: RangeClient> RemoteStore<C> {
     pub fn url(&self) -> &str {
         &self.conn.base
     }
-    /// Number of records.
-    pub fn len(&self) -> u64 {
-        self.info.len()
-    }
-    /// Whether the store holds no records.
-    pub fn is_empty(&self) -> bool {
-        self.info.is_empty()
-    }
-    /// Element type, exactly as stored.
-    pub fn dtype(&self) -> &DType {
-        self.info.dtype()
-    }
-    /// Dense (with `item_shape`) or Ragged.
-    pub fn geometry(&self) -> &Geometry {
-        self.info.geometry()
-    }
-    /// `item_shape` of a Dense store.
-    pub fn item_shape(&self) -> Option<&[u64]> {
-        match self.geometry() {
-            Geometry::Dense { item_shape } => Some(item_shape),
-            Geometry::Ragged => None,
-        }
-    }
-    /// Record codec.
-    pub fn codec(&self) -> Codec {
-        self.info.codec()
-    }
+    crate::format::store_info::info_accessors!();
+
     /// The dictionary bytes of a `zstd_dict` store.
     pub fn dict_bytes(&self) -> Option<&[u8]> {
         self.dict_bytes.as_deref()
-    }
-    /// The schema's MsgPack bytes as stored.
-    pub fn schema_bytes(&self) -> &[u8] {
-        &self.info.schema_bytes
     }
     /// The first 4096 bytes of `meta.zr` (Header, schema, padding) as read
     /// at open; fewer only when the file is shorter.
