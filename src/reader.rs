@@ -334,15 +334,6 @@ impl Store {
         })
     }
 
-    fn row_bytes(&self) -> Result<usize> {
-        match (self.geometry(), self.info.row_bytes()) {
-            (Geometry::Dense { .. }, Some(r)) => {
-                usize::try_from(r).map_err(|_| self.invalid("row too large"))
-            }
-            _ => Err(self.invalid("this is a Ragged store; use gather_ragged")),
-        }
-    }
-
     fn invalid(&self, why: &str) -> Error {
         Error::InvalidArgument { store: self.info.name.clone(), why: why.to_string() }
     }
@@ -359,16 +350,7 @@ impl Store {
     /// `IndexOutOfRange` (before any read), `InvalidArgument` for a Ragged
     /// store or a wrong buffer size, `BadFormat`/`CorruptRecord`, `Io`.
     pub fn gather_into(&self, indices: &[u64], out: &mut [u8]) -> Result<()> {
-        let row = self.row_bytes()?;
-        if out.len() != indices.len() * row {
-            return Err(self.invalid(&format!(
-                "output buffer is {} bytes, {} records of {row} bytes need {}",
-                out.len(),
-                indices.len(),
-                indices.len() * row
-            )));
-        }
-        self.info.check_indices(indices)?;
+        let row = self.info.check_dense_gather(indices, out.len())?;
         if row == 0 || indices.is_empty() {
             return Ok(());
         }
@@ -441,7 +423,7 @@ impl Store {
     /// # Errors
     /// As [`Store::gather_into`].
     pub fn gather_dense_batch(&self, indices: &[u64], batch: &mut DenseBatch) -> Result<()> {
-        let row = self.row_bytes()?;
+        let row = self.info.dense_row()?;
         let item_shape = self.item_shape().unwrap_or(&[]);
         if indices.len().saturating_mul(row) > decode::PRECHECK_BYTES {
             // A big batch is only allocated once its records are known to

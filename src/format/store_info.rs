@@ -136,6 +136,37 @@ impl StoreInfo {
         self.schema.row_bytes()
     }
 
+    /// Bytes of one Dense record, or `InvalidArgument` for a Ragged store.
+    pub fn dense_row(&self) -> Result<usize> {
+        let invalid = |why: &str| Error::InvalidArgument { store: self.name.clone(), why: why.into() };
+        match self.row_bytes() {
+            Some(r) => usize::try_from(r).map_err(|_| invalid("row too large")),
+            None => Err(invalid("this is a Ragged store; use gather_ragged")),
+        }
+    }
+
+    /// Check a Dense gather's arguments before any read: a Dense store, an
+    /// output of exactly `indices.len()` rows, every index in range. Returns
+    /// the row width.
+    ///
+    /// # Errors
+    /// `InvalidArgument`, `IndexOutOfRange`.
+    pub fn check_dense_gather(&self, indices: &[u64], out_len: usize) -> Result<usize> {
+        let row = self.dense_row()?;
+        if out_len != indices.len() * row {
+            return Err(Error::InvalidArgument {
+                store: self.name.clone(),
+                why: format!(
+                    "output buffer is {out_len} bytes, {} records of {row} bytes need {}",
+                    indices.len(),
+                    indices.len() * row
+                ),
+            });
+        }
+        self.check_indices(indices)?;
+        Ok(row)
+    }
+
     /// Fail with `IndexOutOfRange` unless every index is below the length.
     pub fn check_indices(&self, indices: &[u64]) -> Result<()> {
         let len = self.header.length;

@@ -450,15 +450,6 @@ impl<C: RangeClient> RemoteStore<C> {
         Error::InvalidArgument { store: self.info.name.clone(), why: why.to_string() }
     }
 
-    fn row_bytes(&self) -> Result<usize> {
-        match (self.geometry(), self.info.row_bytes()) {
-            (Geometry::Dense { .. }, Some(r)) => {
-                usize::try_from(r).map_err(|_| self.invalid("row too large"))
-            }
-            _ => Err(self.invalid("this is a Ragged store; use gather_ragged")),
-        }
-    }
-
     /// Validated locations of records `start .. start + count` (for viewers).
     ///
     /// # Errors
@@ -577,16 +568,7 @@ impl<C: RangeClient> RemoteStore<C> {
     /// store or a wrong buffer size, `BadFormat`/`CorruptRecord`, `Remote`,
     /// `StoreChanged`, `NotFound`.
     pub async fn gather_into(&self, indices: &[u64], out: &mut [u8]) -> Result<()> {
-        let row = self.row_bytes()?;
-        if out.len() != indices.len() * row {
-            return Err(self.invalid(&format!(
-                "output buffer is {} bytes, {} records of {row} bytes need {}",
-                out.len(),
-                indices.len(),
-                indices.len() * row
-            )));
-        }
-        self.info.check_indices(indices)?;
+        let row = self.info.check_dense_gather(indices, out.len())?;
         if row == 0 || indices.is_empty() {
             return Ok(());
         }
@@ -613,7 +595,7 @@ impl<C: RangeClient> RemoteStore<C> {
     /// # Errors
     /// As [`RemoteStore::gather_into`].
     pub async fn gather_dense_batch(&self, indices: &[u64], batch: &mut DenseBatch) -> Result<()> {
-        let row = self.row_bytes()?;
+        let row = self.info.dense_row()?;
         // A big batch is fetched before it is allocated: a hostile schema
         // alone cannot claim gigabytes.
         let stored = if indices.len().saturating_mul(row) > decode::PRECHECK_BYTES {
