@@ -4,6 +4,8 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import assert from 'node:assert/strict';
+import { before, after } from 'node:test';
+import { launch } from '../../scripts/chromium.mjs';
 
 function need(name) {
   const v = process.env[name];
@@ -23,7 +25,20 @@ export const env = {
   shots: need('SCREENSHOTS'),
 };
 
-export { launch } from '../../scripts/chromium.mjs';
+/**
+ * One browser and page for a test file: launched before its tests (and
+ * handed to `set`), closed after them.
+ */
+export function withPage(set) {
+  let browser;
+  before(async () => {
+    browser = await launch();
+    set(await newPage(browser));
+  });
+  after(async () => {
+    await browser?.close();
+  });
+}
 
 /** A laptop-sized page that fails the test on any uncaught page error. */
 export async function newPage(browser) {

@@ -1,23 +1,16 @@
 // Opening store directories from disk through the folder input: the files
 // are read as Blobs in the browser, no server involved.
 
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
-  assert, env, launch, newPage, noPageErrors, fixture, expectedBytes, waitRecord, gotoRecord,
+  assert, env, withPage, noPageErrors, fixture, expectedBytes, waitRecord, gotoRecord,
   canvasPixels, assertImage, stats, shot,
 } from './helpers.mjs';
 
-let browser;
 let page;
-before(async () => {
-  browser = await launch();
-  page = await newPage(browser);
-});
-after(async () => {
-  await browser?.close();
-});
+withPage((p) => (page = p));
 
 test('one store directory picked from disk opens without a server', async () => {
   const name = 'dense-u8-img-zstd_dict';

@@ -2,23 +2,16 @@
 // origin: with CORS and Range as a store host should be, and misconfigured
 // in each way the page must explain.
 
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import { copyFileSync, mkdirSync, readFileSync, writeFileSync, utimesSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import {
-  assert, env, launch, newPage, noPageErrors, fixture, expectedBytes, openByHash,
+  assert, env, withPage, noPageErrors, fixture, expectedBytes, openByHash,
   waitRecord, gotoRecord, canvasPixels, assertImage, shot,
 } from './helpers.mjs';
 
-let browser;
 let page;
-before(async () => {
-  browser = await launch();
-  page = await newPage(browser);
-});
-after(async () => {
-  await browser?.close();
-});
+withPage((p) => (page = p));
 
 const fx = (base, name) => `${base}/fixtures/${name}/`;
 

@@ -2,9 +2,9 @@
 // only the rows on screen are fetched (the reader's counters and nginx's
 // access log agree), and rows that scroll away are not fetched at all.
 
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import { readFileSync } from 'node:fs';
-import { assert, env, launch, newPage, noPageErrors, openByHash, waitRecord, gotoRecord, stats, shot } from './helpers.mjs';
+import { assert, env, withPage, noPageErrors, openByHash, waitRecord, gotoRecord, stats, shot } from './helpers.mjs';
 
 const N = 200_000;
 // examples/big_store.rs: record i holds 8 + i % 64 tokens, token j = (i*31 + j*7) % 50000.
@@ -13,15 +13,8 @@ const tokens = (i) => Array.from({ length: 8 + (i % 64) }, (_, j) => (i * 31 + j
 const logged = () => readFileSync(env.corsLog, 'utf8').split('\n').filter((l) => l.includes('/big/tokens-200k/'))
   .map((l) => { const f = l.split(' '); return [f[6].split('/').pop(), Number(f[8]), Number(f[9])]; });
 
-let browser;
 let page;
-before(async () => {
-  browser = await launch();
-  page = await newPage(browser);
-});
-after(async () => {
-  await browser?.close();
-});
+withPage((p) => (page = p));
 
 async function idle() {
   await page.waitForFunction(() => window.zrecordViewer.client.inflight === 0 && window.zrecordViewer.client.pending.size === 0);

@@ -1,21 +1,14 @@
 // The viewer served by `zrecord serve`, reading
 // the loaderx 2.0.1 fixtures from the same server.
 
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import {
-  assert, env, launch, newPage, noPageErrors, fixture, expectedBytes, openByHash, openByTyping,
+  assert, env, withPage, noPageErrors, fixture, expectedBytes, openByHash, openByTyping,
   waitRecord, gotoRecord, canvasPixels, assertImage, stats, shot,
 } from './helpers.mjs';
 
-let browser;
 let page;
-before(async () => {
-  browser = await launch();
-  page = await newPage(browser);
-});
-after(async () => {
-  await browser?.close();
-});
+withPage((p) => (page = p));
 
 test('lists the stores of the server and opens one by its URL', async () => {
   await page.goto(env.viewer);
