@@ -11,6 +11,7 @@ use std::time::Instant;
 
 use zrecord::loader::Loader;
 use zrecord::sampler::{Mode, Sampler};
+use zrecord::Records;
 use zrecord::{Codec, CreateOptions, DenseBatch, Store, Writer};
 
 const RECORDS: u64 = 1536;

@@ -34,6 +34,7 @@ use std::process::Command;
 use std::time::Instant;
 use zrecord::codec::{c, pure};
 use zrecord::remote::{HttpOptions, RemoteOptions, RemoteStore};
+use zrecord::Records;
 use zrecord::{Codec, Store};
 
 struct Args {

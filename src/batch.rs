@@ -1,9 +1,103 @@
 //! Gathered batches handed to callers.
 
-use crate::format::decode::AlignedBytes;
-pub use crate::format::decode::RaggedBatch;
-use crate::format::{dtype::Element, DType};
+use crate::format::{dtype::Element, DType, Geometry, StoreInfo};
 use crate::{Error, Result};
+use std::ops::Range;
+
+/// A byte buffer aligned to 8 bytes, so any numeric dtype can be viewed in place.
+#[derive(Clone, Default)]
+pub struct AlignedBytes {
+    words: Vec<u64>,
+    len: usize,
+}
+
+impl AlignedBytes {
+    /// A zeroed buffer of `len` bytes.
+    pub fn zeroed(len: usize) -> AlignedBytes {
+        AlignedBytes { words: vec![0u64; len.div_ceil(8)], len }
+    }
+    /// An aligned copy of `bytes`.
+    pub fn copy_of(bytes: &[u8]) -> AlignedBytes {
+        let mut out = AlignedBytes::zeroed(bytes.len());
+        out.as_mut_slice().copy_from_slice(bytes);
+        out
+    }
+    /// Resize to `len` bytes, reusing the allocation when it is large enough.
+    pub fn resize(&mut self, len: usize) {
+        self.words.resize(len.div_ceil(8), 0);
+        self.len = len;
+    }
+    /// Shorten to `len` bytes (keeps the allocation).
+    pub fn truncate(&mut self, len: usize) {
+        self.len = self.len.min(len);
+    }
+    /// The bytes.
+    pub fn as_slice(&self) -> &[u8] {
+        &bytemuck::cast_slice(&self.words)[..self.len]
+    }
+    /// The bytes, mutable.
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        &mut bytemuck::cast_slice_mut(&mut self.words)[..self.len]
+    }
+    /// Length in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    /// Whether the buffer holds no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl std::fmt::Debug for AlignedBytes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "AlignedBytes({} bytes)", self.len)
+    }
+}
+
+/// A gathered Ragged batch: every payload in one aligned allocation, with
+/// per-record offsets and shapes.
+#[derive(Clone, Debug, Default)]
+pub struct RaggedBatch {
+    pub(crate) data: AlignedBytes,
+    pub(crate) spans: Vec<Range<usize>>,
+    pub(crate) dims: Vec<u64>,
+    pub(crate) dim_starts: Vec<usize>,
+}
+
+impl RaggedBatch {
+    /// Number of records.
+    pub fn len(&self) -> usize {
+        self.spans.len()
+    }
+    /// Whether the batch holds no records.
+    pub fn is_empty(&self) -> bool {
+        self.spans.is_empty()
+    }
+    /// Record `i`'s shape and payload bytes.
+    ///
+    /// # Panics
+    /// If `i >= len()`, like slice indexing.
+    pub fn record(&self, i: usize) -> (&[u64], &[u8]) {
+        (self.shape(i), &self.data.as_slice()[self.spans[i].clone()])
+    }
+    /// Record `i`'s shape.
+    pub fn shape(&self, i: usize) -> &[u64] {
+        &self.dims[self.dim_starts[i]..self.dim_starts[i + 1]]
+    }
+    /// All payload bytes (records are aligned for the dtype, with padding between).
+    pub fn values(&self) -> &[u8] {
+        self.data.as_slice()
+    }
+    /// Byte range of each record's payload inside `values()`.
+    pub fn spans(&self) -> &[Range<usize>] {
+        &self.spans
+    }
+    /// Iterate `(shape, bytes)` per record.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = (&[u64], &[u8])> + '_ {
+        (0..self.len()).map(|i| self.record(i))
+    }
+}
 
 /// A gathered Dense batch: `(n, *item_shape)` items in C order, one aligned buffer.
 #[derive(Clone, Debug)]
@@ -37,6 +131,14 @@ impl DenseBatch {
     /// The bytes in the store's byte order.
     pub fn bytes(&self) -> &[u8] {
         self.data.as_slice()
+    }
+    /// Record `k`'s shape (`item_shape`) and bytes.
+    ///
+    /// # Panics
+    /// If `k >= len()`, like slice indexing.
+    pub fn record(&self, k: usize) -> (&[u64], &[u8]) {
+        let row = self.bytes().len() / self.len().max(1);
+        (&self.shape[1..], &self.bytes()[k * row..(k + 1) * row])
     }
     /// The items as `&[T]` when `T` is the store's dtype in native byte order.
     ///
@@ -108,6 +210,39 @@ impl Batch {
         match self {
             Batch::Ragged(b) => Some(b),
             Batch::Dense(_) => None,
+        }
+    }
+}
+
+impl Batch {
+    /// An empty batch of the kind `info`'s store gathers.
+    pub fn for_store(info: &StoreInfo) -> Batch {
+        match info.geometry() {
+            Geometry::Dense { .. } => Batch::Dense(DenseBatch::new(info.dtype().clone())),
+            Geometry::Ragged => Batch::Ragged(RaggedBatch::default()),
+        }
+    }
+
+    /// Make `self` the kind of batch `info`'s store gathers, keeping its
+    /// buffers when it already is.
+    pub fn fit(&mut self, info: &StoreInfo) {
+        let fits = matches!(
+            (&*self, info.geometry()),
+            (Batch::Dense(_), Geometry::Dense { .. }) | (Batch::Ragged(_), Geometry::Ragged)
+        );
+        if !fits {
+            *self = Batch::for_store(info);
+        }
+    }
+
+    /// Record `k`'s shape and payload bytes (no shape prefix).
+    ///
+    /// # Panics
+    /// If `k >= len()`, like slice indexing.
+    pub fn record(&self, k: usize) -> (&[u64], &[u8]) {
+        match self {
+            Batch::Dense(b) => b.record(k),
+            Batch::Ragged(b) => b.record(k),
         }
     }
 }

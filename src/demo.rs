@@ -33,6 +33,7 @@ const SIDE: usize = 32;
 /// ```
 /// let dir = tempfile::tempdir()?;
 /// let stores = zrecord::demo::write_demo_stores(dir.path())?;
+/// use zrecord::Records;
 /// let images = zrecord::Store::open(&stores[0])?;
 /// assert_eq!(images.item_shape(), Some(&[3u64, 32, 32][..]));
 /// # Ok::<(), Box<dyn std::error::Error>>(())

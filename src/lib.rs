@@ -11,6 +11,7 @@ pub mod codec;
 pub mod error;
 pub mod format;
 pub mod npy;
+pub mod records;
 pub mod remote;
 pub mod sampler;
 pub mod source;
@@ -21,6 +22,7 @@ cfg_if::cfg_if! {
         pub mod loader;
         pub mod reader;
         pub mod serve;
+        pub mod sys;
         pub mod writer;
         pub mod train;
         pub mod viewer_assets;
@@ -32,9 +34,10 @@ cfg_if::cfg_if! {
 #[cfg(target_arch = "wasm32")]
 pub mod wasm;
 
-pub use batch::{Batch, DenseBatch, RaggedBatch};
+pub use batch::{AlignedBytes, Batch, DenseBatch, RaggedBatch};
 pub use error::{Error, Result};
 pub use format::{Codec, DType, Geometry, Kind};
+pub use records::Records;
 
 /// The README's examples, compiled and run as doc tests.
 #[cfg(all(doctest, feature = "native"))]

@@ -42,7 +42,7 @@
 //! working on; nothing keeps a worker blocked.
 
 use crate::batch::{Batch, DenseBatch, RaggedBatch};
-use crate::reader::Store;
+use crate::records::Records;
 use crate::sampler::{Mode, Sampler};
 use crate::{Error, Result};
 use std::cell::Cell;
@@ -205,7 +205,7 @@ struct Shared<T> {
     /// The consumer waits here for the front slot (or for all workers gone).
     ready: Condvar,
     names: Arc<[String]>,
-    stores: Vec<Arc<Store>>,
+    stores: Vec<Arc<dyn Records>>,
     transform: Arc<TransformFn<T>>,
     pool: Arc<Pool>,
     prefetch: u64,
@@ -571,10 +571,34 @@ impl<T> fmt::Debug for Loader<T> {
     }
 }
 
+/// A store a loader stream reads: any [`Records`], owned or shared.
+pub trait IntoStream {
+    /// The store, shared with the loader's workers.
+    fn into_stream(self) -> Arc<dyn Records>;
+}
+
+impl<S: Records + 'static> IntoStream for S {
+    fn into_stream(self) -> Arc<dyn Records> {
+        Arc::new(self)
+    }
+}
+
+impl<S: Records + 'static> IntoStream for Arc<S> {
+    fn into_stream(self) -> Arc<dyn Records> {
+        self
+    }
+}
+
+impl IntoStream for Arc<dyn Records> {
+    fn into_stream(self) -> Arc<dyn Records> {
+        self
+    }
+}
+
 /// Configures a [`Loader`]; see [`Loader::builder`] for the defaults.
 #[must_use]
 pub struct LoaderBuilder<T = Gathered> {
-    streams: Vec<(String, Arc<Store>)>,
+    streams: Vec<(String, Arc<dyn Records>)>,
     batch_size: Option<u64>,
     mode: Mode,
     seed: u64,
@@ -586,10 +610,11 @@ pub struct LoaderBuilder<T = Gathered> {
 }
 
 impl<T: Send + 'static> LoaderBuilder<T> {
-    /// Adds a stream: a name and an open store (Dense or Ragged). All streams
-    /// must hold the same number of records.
-    pub fn stream(mut self, name: impl Into<String>, store: impl Into<Arc<Store>>) -> Self {
-        self.streams.push((name.into(), store.into()));
+    /// Adds a stream: a name and an open store (Dense or Ragged, local or
+    /// remote; owned or in an `Arc`). All streams must hold the same number
+    /// of records.
+    pub fn stream(mut self, name: impl Into<String>, store: impl IntoStream) -> Self {
+        self.streams.push((name.into(), store.into_stream()));
         self
     }
     /// Global batch size (required).
@@ -690,7 +715,7 @@ impl<T: Send + 'static> LoaderBuilder<T> {
         let mut sampler = Sampler::new(len, batch_size, self.mode, self.seed)?.shard(rank, world)?;
         sampler.seek(self.seek);
         let batch_len = sampler.batch_len();
-        let (names, stores): (Vec<String>, Vec<Arc<Store>>) = self.streams.into_iter().unzip();
+        let (names, stores): (Vec<String>, Vec<Arc<dyn Records>>) = self.streams.into_iter().unzip();
         let streams = stores.len();
         let shared = Arc::new(Shared {
             state: Mutex::new(State {

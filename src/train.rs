@@ -2,8 +2,8 @@
 //! a strided sample of the records within a tier's byte budget, trained with
 //! zstd's `ZDICT_trainFromBuffer`.
 
-use crate::format::{Geometry, StoreInfo, MAX_RECORD_BYTES};
-use crate::{Batch, Error, Result, Store};
+use crate::format::{Geometry, MAX_RECORD_BYTES};
+use crate::{Batch, Error, Records, Result};
 
 /// Dictionary size and sample budget (loaderx's tiers).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -128,48 +128,24 @@ pub fn train_dense(rows: &[u8], row_bytes: usize, tier: Tier) -> Result<Vec<u8>>
     )
 }
 
-/// Train from the records of an open store (their logical bytes: for Ragged
-/// stores the shape prefix too, since that is what each frame compresses).
-///
-/// # Errors
-/// Read errors of the store; `DictTraining`.
-pub fn train_from_store(store: &Store, tier: Tier) -> Result<Vec<u8>> {
-    train_from_records(
-        store.info(),
-        tier,
-        |indices| indices.iter().map(|&i| Ok(u64::from(store.loc(i)?.logic_length))).collect(),
-        |indices| {
-            Ok(match store.geometry() {
-                Geometry::Dense { .. } => Batch::Dense(store.gather(indices)?),
-                Geometry::Ragged => Batch::Ragged(store.gather_ragged(indices)?),
-            })
-        },
-    )
-}
-
 /// Records gathered at once while sampling: few requests on a remote store,
 /// bounded memory on any.
 const TRAIN_GATHER: usize = 1024;
 
-/// Train from any store's records, read through two callbacks so local and
-/// remote stores sample exactly alike: `logic_lengths(indices)` (asked only
-/// for Ragged stores, to size the sample) and `gather(indices)` (a batch of
-/// records, asked a chunk at a time).
+/// Train from the records of any store, local or remote, sampled as loaderx
+/// samples them: their logical bytes (for Ragged stores the shape prefix
+/// too, since that is what each frame compresses).
 ///
 /// # Errors
-/// The callbacks' errors; `DictTraining`.
-pub fn train_from_records(
-    info: &StoreInfo,
-    tier: Tier,
-    mut logic_lengths: impl FnMut(&[u64]) -> Result<Vec<u64>>,
-    mut gather: impl FnMut(&[u64]) -> Result<Batch>,
-) -> Result<Vec<u8>> {
+/// Read errors of the store; `DictTraining`.
+pub fn train_from_store(store: &(impl Records + ?Sized), tier: Tier) -> Result<Vec<u8>> {
+    let info = store.info();
     let n = info.len();
     let mean = match info.geometry() {
         Geometry::Dense { .. } => info.row_bytes().unwrap_or(1),
         Geometry::Ragged => {
             let probe = sample_indices(n, 1, 4096);
-            let total: u64 = logic_lengths(&probe)?.iter().sum();
+            let total: u64 = store.raw_locs(&probe)?.iter().map(|l| u64::from(l.logic_length)).sum();
             total / probe.len().max(1) as u64
         }
     }
@@ -182,7 +158,7 @@ pub fn train_from_records(
             break;
         }
         let before = samples.len();
-        match gather(chunk)? {
+        match store.gather_any(chunk)? {
             Batch::Dense(b) => {
                 let row = b.bytes().len() / chunk.len();
                 samples.extend(b.bytes().chunks_exact(row.max(1)).map(<[u8]>::to_vec));

@@ -7,16 +7,17 @@
 
 use crate::codec::{compress_append, compress_bound, CompressDict};
 use crate::format::dtype::Element;
+use crate::format::files::{DATA, DICT, META};
 use crate::format::schema::MAX_DENSE_RANK;
 use crate::format::{
     ragged, Codec, DType, Geometry, Header, RecordLoc, Schema, DICT_MAGIC, HEADER_SIZE, MAX_RECORD_BYTES,
     MAX_SCHEMA_LEN, MAX_TAIL, PAGE_SIZE,
 };
+use crate::sys::write_all_at;
 use crate::{Error, Result};
 use rayon::prelude::*;
 use std::fs::{File, TryLockError};
 use std::io;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 /// zstd level loaderx uses for the `zstd` codec.
@@ -100,7 +101,7 @@ impl Writer {
     /// missing dictionary), `RecordTooLarge`, `Io`.
     ///
     /// ```
-    /// use zrecord::{writer::{CreateOptions, Writer}, Codec, Store};
+    /// use zrecord::{writer::{CreateOptions, Writer}, Codec, Records, Store};
     /// let dir = tempfile::tempdir()?;
     /// let path = dir.path().join("labels");
     /// let mut w = Writer::create_dense(&path, "<i8", &[], CreateOptions::codec(Codec::Zstd))?;
@@ -197,9 +198,9 @@ impl Writer {
         let mut page = vec![0u8; PAGE_SIZE as usize];
         page[..HEADER_SIZE].copy_from_slice(&header.encode_building());
         page[HEADER_SIZE..HEADER_SIZE + schema_bytes.len()].copy_from_slice(&schema_bytes);
-        meta.write_all_at(&page, 0).map_err(|e| Error::io(dir.join("meta.zr"), "write", e))?;
+        write_all_at(&meta, &page, 0).map_err(|e| Error::io(dir.join(META), "write", e))?;
         if let Some(d) = &options.dict {
-            write_new(&dir.join("dict.zr"), d)?;
+            write_new(&dir.join(DICT), d)?;
         }
         Ok(Writer {
             dir: dir.to_path_buf(),
@@ -495,16 +496,15 @@ impl Writer {
 
     /// Write the locations of `n` records just written and advance to `tail`.
     fn write_locs(&mut self, n: usize, locs: &[u8], tail: u64) -> Result<()> {
-        self.meta
-            .write_all_at(locs, RecordLoc::position(self.length))
-            .map_err(|e| Error::io(self.dir.join("meta.zr"), "write", e))?;
+        write_all_at(&self.meta, locs, RecordLoc::position(self.length))
+            .map_err(|e| Error::io(self.dir.join(META), "write", e))?;
         self.length += n as u64;
         self.tail = tail;
         Ok(())
     }
 
     fn write_data(&self, at: u64, bytes: &[u8]) -> Result<()> {
-        self.data.write_all_at(bytes, at).map_err(|e| Error::io(self.dir.join("data.zr"), "write", e))
+        write_all_at(&self.data, bytes, at).map_err(|e| Error::io(self.dir.join(DATA), "write", e))
     }
 
     fn invalid(&self, why: String) -> Error {
@@ -518,10 +518,10 @@ impl Writer {
     /// # Errors
     /// `Io`; the store then stays an unpublished build.
     pub fn close(self) -> Result<()> {
-        let meta_path = self.dir.join("meta.zr");
+        let meta_path = self.dir.join(META);
         let sync = |f: &File, path: PathBuf| f.sync_all().map_err(|e| Error::io(path, "fsync", e));
         if self.durable {
-            sync(&self.data, self.dir.join("data.zr"))?;
+            sync(&self.data, self.dir.join(DATA))?;
             sync(&self.meta, meta_path.clone())?;
         }
         let header = Header {
@@ -530,7 +530,7 @@ impl Writer {
             schema_length: self.schema_length,
             codec: self.codec,
         };
-        self.meta.write_all_at(&header.encode(), 0).map_err(|e| Error::io(&meta_path, "write", e))?;
+        write_all_at(&self.meta, &header.encode(), 0).map_err(|e| Error::io(&meta_path, "write", e))?;
         if self.durable {
             sync(&self.meta, meta_path)?;
             let dir = File::open(&self.dir).map_err(|e| Error::io(&self.dir, "open", e))?;
@@ -543,13 +543,13 @@ impl Writer {
 /// Apply loaderx's create rules and return the locked `meta.zr` and a new `data.zr`.
 fn claim_directory(dir: &Path, name: &str) -> Result<(File, File)> {
     let exists = || Error::AlreadyExists { store: name.to_string() };
-    let meta_path = dir.join("meta.zr");
+    let meta_path = dir.join(META);
     match std::fs::read_dir(dir) {
         Ok(entries) => {
             let (mut has_meta, mut others) = (false, false);
             for entry in entries {
                 let entry = entry.map_err(|e| Error::io(dir, "list", e))?;
-                if entry.file_name() == "meta.zr" {
+                if entry.file_name() == META {
                     has_meta = true;
                 } else {
                     others = true;
@@ -592,7 +592,7 @@ fn claim_directory(dir: &Path, name: &str) -> Result<(File, File)> {
         }
         Err(TryLockError::Error(e)) => return Err(Error::io(&meta_path, "lock", e)),
     }
-    let data_path = dir.join("data.zr");
+    let data_path = dir.join(DATA);
     let data = std::fs::OpenOptions::new().read(true).write(true).create_new(true).open(&data_path).map_err(
         |e| {
             if e.kind() == io::ErrorKind::AlreadyExists {
@@ -611,5 +611,5 @@ fn write_new(path: &Path, bytes: &[u8]) -> Result<()> {
         .create_new(true)
         .open(path)
         .map_err(|e| Error::io(path, "create", e))?;
-    f.write_all_at(bytes, 0).map_err(|e| Error::io(path, "write", e))
+    write_all_at(&f, bytes, 0).map_err(|e| Error::io(path, "write", e))
 }

@@ -3,6 +3,8 @@
 //! the stores they serve by URL, exactly as they read them from disk.
 
 mod common;
+#[path = "common/nginx.rs"]
+mod nginx;
 
 use common::{copy_store, damage_record, fixtures, fixtures_dir, unpublished};
 use serde_json::Value;
@@ -166,6 +168,20 @@ fn info_and_checksum_over_http_equal_local_for_every_fixture() {
     let text = ok(&[&"info", &url]);
     assert!(text.contains(&format!("store        {url}")), "{text}");
     assert!(text.contains("dict.zr      23.81 KiB") && !text.contains("on disk"), "{text}");
+}
+
+/// nginx answers a Range request on an empty data.zr with 200 and no body:
+/// `info` and `checksum` read empty stores from it as from disk.
+#[test]
+fn empty_stores_from_nginx_read_like_local() {
+    let server = nginx::Nginx::start(&fixtures_dir());
+    let empty: Vec<_> = fixtures().into_iter().filter(|f| f.len == 0).collect();
+    assert!(!empty.is_empty());
+    for f in empty {
+        let url = server.url(&f.name);
+        assert_eq!(info_json(&url), info_json(&f.path()), "{}", f.name);
+        assert_eq!(ok(&[&"checksum", &url]), "", "{}", f.name);
+    }
 }
 
 #[test]

@@ -9,6 +9,7 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
+use zrecord::Records;
 use zrecord::{Backend, Codec, CreateOptions, Error, OpenOptions, Store, Writer};
 
 /// Records of a gather as (shape, payload) pairs.

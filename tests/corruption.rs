@@ -13,6 +13,7 @@ use common::{fixture_copy, fixtures_dir, patch, run_loaderx, truncate};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use zrecord::format::RecordLoc;
+use zrecord::Records;
 use zrecord::{Backend, Error, OpenOptions, Store};
 
 /// Where the damage must be reported.

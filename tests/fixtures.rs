@@ -4,6 +4,7 @@
 mod common;
 
 use common::{fixtures, unpublished, FixtureStore};
+use zrecord::Records;
 use zrecord::{Backend, Error, Geometry, OpenOptions, Store};
 
 fn open(f: &FixtureStore, backend: Backend) -> Store {

@@ -22,9 +22,9 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 use zrecord::format::RecordLoc;
 use zrecord::remote::{
-    block_on, LocalBoxFuture, RangeClient, RangeRequest, RangeResponse, RemoteOptions, RemoteStore,
-    TransportError,
+    block_on, HttpError, HttpGet, HttpRequest, HttpResponse, LocalBoxFuture, RemoteOptions, RemoteStore,
 };
+use zrecord::Records;
 use zrecord::{Codec, CreateOptions, Error, Store, Writer};
 
 /// Largest single allocation any test of this binary may make.
@@ -421,7 +421,7 @@ struct Mangler {
 }
 
 impl Mangler {
-    fn mangle(&self, mut r: RangeResponse) -> Result<RangeResponse, TransportError> {
+    fn mangle(&self, mut r: HttpResponse) -> Result<HttpResponse, HttpError> {
         let rng = &mut *self.rng.borrow_mut();
         if rng.below(self.odds) != 0 {
             return Ok(r);
@@ -447,16 +447,16 @@ impl Mangler {
             }
             7 => r.etag = [None, Some("\"other\"".into()), Some("W/\"fuzz\"".into())][rng.below(3)].clone(),
             8 => r.content_encoding = Some(["gzip", "br", "identity", ""][rng.below(4)].into()),
-            9 => return Err(TransportError::Network("connection reset (fuzz)".into())),
-            10 => return Err(TransportError::Fatal("refused (fuzz)".into())),
+            9 => return Err(HttpError::Network("connection reset (fuzz)".into())),
+            10 => return Err(HttpError::Fatal("refused (fuzz)".into())),
             _ => r.status = 206,
         }
         Ok(r)
     }
 }
 
-impl RangeClient for Mangler {
-    fn get(&self, req: RangeRequest) -> LocalBoxFuture<'_, Result<RangeResponse, TransportError>> {
+impl HttpGet for Mangler {
+    fn get(&self, req: HttpRequest) -> LocalBoxFuture<'_, Result<HttpResponse, HttpError>> {
         Box::pin(async move {
             let answer = self.server.get(req).await?;
             self.mangle(answer)
@@ -511,7 +511,8 @@ fn mangled_answers_fail_cleanly_or_read_right() {
         };
         let what = format!("case {case} ({name})");
         CASE.store(4_000_000 + case, Ordering::Relaxed);
-        let remote = match block_on(RemoteStore::open(client, "http://fuzz.invalid/s/", options.clone())) {
+        let remote = match block_on(RemoteStore::open_http(client, "http://fuzz.invalid/s/", options.clone()))
+        {
             Ok(r) => r,
             Err(e) => {
                 remote_outcome_ok(&what, Err(e), &[]);
@@ -525,7 +526,7 @@ fn mangled_answers_fail_cleanly_or_read_right() {
         batches.push((0..n).rev().collect());
         for idx in batches.iter().filter(|b| !b.is_empty()) {
             let got = block_on(async {
-                Ok(match remote.item_shape() {
+                Ok(match remote.info().item_shape() {
                     Some(_) => remote.gather(idx).await?.bytes().to_vec(),
                     None => remote.gather_ragged(idx).await?.iter().flat_map(|(_, b)| b.to_vec()).collect(),
                 })

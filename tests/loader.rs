@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use zrecord::loader::{Gathered, Loader, TRANSFORM_STREAM};
 use zrecord::sampler::{Mode, Sampler};
+use zrecord::Records;
 use zrecord::{Batch, Codec, CreateOptions, Error, Store, Writer};
 
 const N: u64 = 60;

@@ -7,6 +7,7 @@ use common::{fixtures, fixtures_dir, run_loaderx, FixtureStore};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use zrecord::train::{train_from_samples, Tier};
+use zrecord::Records;
 use zrecord::{Codec, CreateOptions, Geometry, Store, Writer};
 
 /// Write `f`'s records to `dir` with `codec` (appending in three batches, so

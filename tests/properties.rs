@@ -12,6 +12,7 @@ use std::path::Path;
 use zrecord::batch::Batch;
 use zrecord::source::memory::MemorySource;
 use zrecord::train::{train_from_samples, Tier};
+use zrecord::Records;
 use zrecord::{Backend, Codec, CreateOptions, DType, OpenOptions, Store, Writer};
 
 const DTYPES: &[&str] = &["|u1", "<i4", ">i4", "<f2", "<f8", "|b1", "<c8", "|S7", "<U3", "|V5", "<M8[ns]"];

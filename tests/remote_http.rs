@@ -10,6 +10,7 @@ use nginx::Nginx;
 use std::path::Path;
 use zrecord::format::{Codec, DType, Geometry, Header, RecordLoc, Schema};
 use zrecord::remote::{BlockingStore, HttpOptions, RemoteOptions, RemoteStore};
+use zrecord::Records;
 use zrecord::{Error, Store};
 
 fn open(url: &str) -> BlockingStore {
@@ -262,4 +263,53 @@ fn checkers_read_locations_and_frames_as_stored() {
         assert!(matches!(store.read_stored(&bad), Err(Error::InvalidArgument { .. })), "{bad:?}");
     }
     assert!(matches!(store.raw_locs(&[local.len()]), Err(Error::IndexOutOfRange { .. })));
+}
+
+/// An empty store has an empty data.zr, and nginx answers a Range request
+/// on a 0-byte file with 200 and no body: that is the whole (empty) file,
+/// not a server that ignores Range. loaderx and the wasm reader open it.
+#[test]
+fn empty_stores_over_http_report_their_sizes() {
+    let server = Nginx::start(&fixtures_dir());
+    let empty: Vec<FixtureStore> = fixtures().into_iter().filter(|f| f.len == 0).collect();
+    assert!(!empty.is_empty(), "the fixtures hold empty stores");
+    for f in empty {
+        let remote = open(&server.url(&f.name));
+        assert_eq!(remote.data_size().unwrap(), 0, "{}", f.name);
+        let local = Store::open(f.path()).unwrap();
+        assert_eq!(remote.sizes().unwrap(), local.sizes().unwrap(), "{}", f.name);
+        assert_eq!(remote.logical_bytes().unwrap(), 0);
+    }
+}
+
+/// The loader and dictionary training take any store: over HTTP they give
+/// what they give on disk.
+#[test]
+fn loader_and_training_read_remote_stores() {
+    use zrecord::loader::Loader;
+    use zrecord::sampler::Mode;
+    use zrecord::train::{train_from_store, Tier};
+    let server = Nginx::start(&fixtures_dir());
+    for name in ["dense-u8-img-zstd", "ragged-i32-tokens-zstd"] {
+        let f = fixtures().into_iter().find(|f| f.name == name).expect("fixture");
+        let local = Store::open(f.path()).unwrap();
+        let remote = open(&server.url(name));
+        let build = |store: std::sync::Arc<dyn Records>| {
+            Loader::builder().stream("x", store).batch_size(8).mode(Mode::Iid).seed(3).build().unwrap()
+        };
+        let mut a = build(std::sync::Arc::new(Store::open(f.path()).unwrap()));
+        let mut b = build(std::sync::Arc::new(open(&server.url(name))));
+        for _ in 0..6 {
+            let (x, y) = (a.next_batch().unwrap(), b.next_batch().unwrap());
+            assert_eq!(x.indices(), y.indices());
+            for k in 0..x.len() {
+                assert_eq!(x["x"].record(k), y["x"].record(k), "{name} step {} record {k}", x.step());
+            }
+        }
+        assert_eq!(
+            train_from_store(&remote, Tier::Fast).unwrap(),
+            train_from_store(&local, Tier::Fast).unwrap(),
+            "{name}: the same dictionary from the same records"
+        );
+    }
 }

@@ -3,6 +3,7 @@
 use std::fs::File;
 use std::io::Write;
 use zrecord::source::{memory::MemorySource, mmap::MmapSource, pread::PreadSource, ByteSource, Counting};
+use zrecord::Records;
 
 fn bytes(n: usize) -> Vec<u8> {
     (0..n).map(|i| (i * 31 % 251) as u8).collect()

@@ -17,6 +17,7 @@ use zrecord::sampler::{Mode, Sampler, Sfc64};
 use zrecord::train::{self, Tier};
 use zrecord::writer::{CreateOptions, Writer};
 use zrecord::Codec;
+use zrecord::Records;
 
 /// Records per gather batch, as in the issues' workloads.
 pub const BATCH: usize = 256;

@@ -7,6 +7,7 @@ use super::common::{shape_text, size, CliResult, Ctx, Fail, Out};
 use super::serve::{absolute, run_until_stopped, start, store_links, Net};
 use std::path::PathBuf;
 use zrecord::serve::{list_stores, ServeConfig};
+use zrecord::Records;
 use zrecord::{Geometry, Store};
 
 #[derive(clap::Args, Debug)]

@@ -9,11 +9,12 @@
 //! never converted. Outputs must not exist; on failure they are removed.
 
 use super::common::{io_fail, shape_text, size, Cleanup, CliResult, Ctx, Fail, Out};
-use super::records::{self, for_each_chunk, Records};
+use super::records::{self, for_each_chunk};
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use zrecord::Records;
 use zrecord::{npy, Batch, DType, Geometry};
 
 #[derive(clap::Args, Debug)]

@@ -1,11 +1,12 @@
 //! `zrecord info STORE [--json]`.
 
 use super::common::{shape_text, size, CliResult, Ctx, Out};
-use super::records::{self, Records};
+use super::records;
 use serde_json::{json, Value};
-use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 use zrecord::format::Kind;
+use zrecord::format::StoreFile;
+use zrecord::Records;
 use zrecord::{DType, Geometry};
 
 #[derive(clap::Args, Debug)]
@@ -44,11 +45,11 @@ pub fn run(_ctx: &Ctx, args: Args) -> CliResult {
 pub fn describe(store: &dyn Records) -> CliResult<Value> {
     let info = store.info();
     let sizes = store.sizes()?;
-    let allocated = store.local().map(|s| {
-        ["meta.zr", "data.zr", "dict.zr"]
+    let allocated = store.local_dir().map(|dir| {
+        StoreFile::ALL
             .iter()
-            .filter_map(|f| std::fs::metadata(s.path().join(f)).ok())
-            .map(|m| m.blocks() * 512)
+            .filter_map(|f| std::fs::metadata(dir.join(f.name())).ok())
+            .map(|m| zrecord::sys::allocated_bytes(&m))
             .sum::<u64>()
     });
     let logical = store.logical_bytes()?;

@@ -1,106 +1,13 @@
-//! The store a command reads from, behind one trait so a remote store takes
-//! a local one's place: every command but `verify` (which checks the stored
-//! bytes themselves) reads through [`Records`], and [`open`] gives the HTTP
+//! The store a command reads from: a local store or a remote one behind the
+//! library's [`Records`] trait, so every command but `verify` (which checks
+//! the stored bytes themselves) reads both alike. [`open`] gives the HTTP
 //! reader for `http://` and `https://` arguments.
 
 use super::common::CliResult;
 use std::ops::Range;
 use std::path::Path;
-use zrecord::format::store_info::FileSizes;
-use zrecord::format::StoreInfo;
 use zrecord::remote::{BlockingStore, RemoteStore};
-use zrecord::train::{self, Tier};
-use zrecord::{Batch, DType, DenseBatch, Geometry, RaggedBatch, Store};
-
-/// A store records can be read from.
-pub trait Records: Sync {
-    /// Validated header, schema and file sizes.
-    fn info(&self) -> &StoreInfo;
-    /// Gather Dense records.
-    fn gather(&self, indices: &[u64]) -> zrecord::Result<DenseBatch>;
-    /// Gather Ragged records.
-    fn gather_ragged(&self, indices: &[u64]) -> zrecord::Result<RaggedBatch>;
-    /// Decoded bytes of every record (sum of `logic_length`).
-    fn logical_bytes(&self) -> zrecord::Result<u64>;
-    /// Train a dictionary from the records, as loaderx's `train_dict`.
-    fn train_dict(&self, tier: Tier) -> zrecord::Result<Vec<u8>>;
-    /// The local store, for what only files on disk can tell.
-    fn local(&self) -> Option<&Store> {
-        None
-    }
-    /// The real file sizes (a remote store learns `data.zr`'s on demand).
-    fn sizes(&self) -> zrecord::Result<FileSizes> {
-        Ok(self.info().sizes)
-    }
-
-    /// What errors call the store.
-    fn name(&self) -> &str {
-        &self.info().name
-    }
-    fn len(&self) -> u64 {
-        self.info().len()
-    }
-    fn dtype(&self) -> &DType {
-        self.info().dtype()
-    }
-    fn geometry(&self) -> &Geometry {
-        self.info().geometry()
-    }
-    /// Gather records of either kind.
-    fn gather_any(&self, indices: &[u64]) -> zrecord::Result<Batch> {
-        Ok(match self.geometry() {
-            Geometry::Dense { .. } => Batch::Dense(self.gather(indices)?),
-            Geometry::Ragged => Batch::Ragged(self.gather_ragged(indices)?),
-        })
-    }
-}
-
-impl Records for Store {
-    fn info(&self) -> &StoreInfo {
-        Store::info(self)
-    }
-    fn gather(&self, indices: &[u64]) -> zrecord::Result<DenseBatch> {
-        Store::gather(self, indices)
-    }
-    fn gather_ragged(&self, indices: &[u64]) -> zrecord::Result<RaggedBatch> {
-        Store::gather_ragged(self, indices)
-    }
-    fn logical_bytes(&self) -> zrecord::Result<u64> {
-        Store::logical_bytes(self)
-    }
-    fn train_dict(&self, tier: Tier) -> zrecord::Result<Vec<u8>> {
-        train::train_from_store(self, tier)
-    }
-    fn local(&self) -> Option<&Store> {
-        Some(self)
-    }
-}
-
-impl Records for BlockingStore {
-    fn info(&self) -> &StoreInfo {
-        BlockingStore::info(self)
-    }
-    fn gather(&self, indices: &[u64]) -> zrecord::Result<DenseBatch> {
-        BlockingStore::gather(self, indices)
-    }
-    fn gather_ragged(&self, indices: &[u64]) -> zrecord::Result<RaggedBatch> {
-        BlockingStore::gather_ragged(self, indices)
-    }
-    fn logical_bytes(&self) -> zrecord::Result<u64> {
-        BlockingStore::logical_bytes(self)
-    }
-    fn train_dict(&self, tier: Tier) -> zrecord::Result<Vec<u8>> {
-        train::train_from_records(
-            self.info(),
-            tier,
-            |indices| Ok(self.raw_locs(indices)?.iter().map(|l| u64::from(l.logic_length)).collect()),
-            |indices| self.gather_any(indices),
-        )
-    }
-    fn sizes(&self) -> zrecord::Result<FileSizes> {
-        Ok(FileSizes { data: self.data_size()?, ..BlockingStore::info(self).sizes })
-    }
-}
+use zrecord::{Batch, Records, Store};
 
 /// Whether a STORE argument names a remote store.
 pub fn is_url(arg: &Path) -> bool {
@@ -135,13 +42,7 @@ pub struct Chunk {
 impl Chunk {
     /// `(shape, payload)` of the `k`-th record of the chunk.
     pub fn record(&self, k: usize) -> (&[u64], &[u8]) {
-        match &self.batch {
-            Batch::Dense(b) => {
-                let row = b.bytes().len() / b.len().max(1);
-                (&b.shape()[1..], &b.bytes()[k * row..(k + 1) * row])
-            }
-            Batch::Ragged(b) => b.record(k),
-        }
+        self.batch.record(k)
     }
     pub fn len(&self) -> usize {
         (self.range.end - self.range.start) as usize

@@ -18,6 +18,7 @@ use std::process::{Command, Stdio};
 use zrecord::serve::{self, ListedStore, ServeConfig, ServerHandle};
 use zrecord::viewer_assets::{has_wasm_reader, viewer_assets, viewer_assets_from, viewer_link};
 use zrecord::Error;
+use zrecord::Records;
 
 /// The port tried first: fixed, so a bookmarked viewer link keeps working.
 pub const DEFAULT_PORT: u16 = 8750;

@@ -41,11 +41,14 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use zrecord::codec::Dict;
 use zrecord::format::decode::{check_dense_loc, decode_record};
+use zrecord::format::files::{DATA, META};
+use zrecord::format::StoreFile;
 use zrecord::format::{
     ragged, Codec, Geometry, RecordLoc, Schema, StoreInfo, DICT_MAGIC, HEADER_SIZE, LOC_SIZE, PAGE_SIZE,
 };
 use zrecord::remote::BlockingStore;
 use zrecord::source::{mmap::MmapSource, ByteSource};
+use zrecord::Records;
 use zrecord::{Error, Store};
 use zstd::zstd_safe;
 
@@ -195,9 +198,9 @@ fn verify_local(ctx: &Ctx, dir: &Path) -> CliResult<Verified> {
         }
     };
     let info = store.info();
-    let page = read_prefix(&store.path().join("meta.zr"), PAGE_SIZE as usize)?;
+    let page = read_prefix(&store.path().join(META), PAGE_SIZE as usize)?;
     check_files(info, &page, store.dict_bytes(), info.sizes.data, &mut report);
-    let data_path = store.path().join("data.zr");
+    let data_path = store.path().join(DATA);
     let file = File::open(&data_path).map_err(|e| super::common::io_fail(&data_path, "open", e))?;
     let data = MmapSource::new(&file).map_err(|e| super::common::io_fail(&data_path, "mmap", e))?;
     let checker = Checker::new(info, store.dict_bytes());
@@ -298,7 +301,7 @@ fn extra_files(dir: &Path, report: &mut Report) -> CliResult {
     let mut extra: Vec<String> = entries
         .flatten()
         .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| !matches!(n.as_str(), "meta.zr" | "data.zr" | "dict.zr"))
+        .filter(|n| StoreFile::from_name(n).is_none())
         .collect();
     extra.sort();
     for n in extra {

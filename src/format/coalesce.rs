@@ -39,6 +39,56 @@ pub fn coalesce(ranges: &[Range<u64>], max_gap: u64, max_len: u64) -> Vec<Fetch>
     out
 }
 
+/// How close two ranges must lie to be read as one, and how long one read may be.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Merge {
+    /// Merge two ranges when at most this many unwanted bytes lie between them.
+    pub max_gap: u64,
+    /// Largest merged read; a single longer range is still read alone.
+    pub max_len: u64,
+}
+
+/// Ranges to read, merged into fewer reads, each original recoverable from
+/// its read's bytes without a copy.
+#[derive(Clone, Debug, Default)]
+pub struct Reads {
+    ranges: Vec<Range<u64>>,
+    fetches: Vec<Fetch>,
+}
+
+impl Reads {
+    /// Merge `ranges` by `merge` (see [`coalesce`]).
+    pub fn new(ranges: Vec<Range<u64>>, merge: Merge) -> Reads {
+        let fetches = coalesce(&ranges, merge.max_gap, merge.max_len);
+        Reads { ranges, fetches }
+    }
+    /// The merged reads.
+    pub fn fetches(&self) -> &[Fetch] {
+        &self.fetches
+    }
+    /// The original ranges.
+    pub fn ranges(&self) -> &[Range<u64>] {
+        &self.ranges
+    }
+    /// Bytes all reads fetch.
+    pub fn bytes(&self) -> u64 {
+        self.fetches.iter().map(|f| f.range.end - f.range.start).sum()
+    }
+    /// The originals served by read `f`, given the bytes it fetched (all of
+    /// its range): `(index into ranges, their bytes)`.
+    ///
+    /// # Panics
+    /// When `bytes` is shorter than read `f`'s range.
+    pub fn members<'b>(&'b self, f: usize, bytes: &'b [u8]) -> impl Iterator<Item = (usize, &'b [u8])> + 'b {
+        let fetch = &self.fetches[f];
+        fetch.members.iter().map(move |&m| {
+            let r = &self.ranges[m];
+            let at = (r.start - fetch.range.start) as usize;
+            (m, &bytes[at..at + (r.end - r.start) as usize])
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

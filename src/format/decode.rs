@@ -1,6 +1,7 @@
 //! Decoding stored records into the caller's buffer, and assembling batches.
 
 use super::{header::Codec, loc::RecordLoc, ragged, store_info::StoreInfo};
+use crate::batch::RaggedBatch;
 use crate::codec::{self, Dict};
 use crate::{Error, Result};
 use std::ops::Range;
@@ -130,101 +131,6 @@ pub fn check_dense_loc(info: &StoreInfo, index: u64, loc: &RecordLoc, row_bytes:
         });
     }
     Ok(())
-}
-
-/// A byte buffer aligned to 8 bytes, so any numeric dtype can be viewed in place.
-#[derive(Clone, Default)]
-pub struct AlignedBytes {
-    words: Vec<u64>,
-    len: usize,
-}
-
-impl AlignedBytes {
-    /// A zeroed buffer of `len` bytes.
-    pub fn zeroed(len: usize) -> AlignedBytes {
-        AlignedBytes { words: vec![0u64; len.div_ceil(8)], len }
-    }
-    /// Resize to `len` bytes, reusing the allocation when it is large enough.
-    pub fn resize(&mut self, len: usize) {
-        self.words.resize(len.div_ceil(8), 0);
-        self.len = len;
-    }
-    /// Shorten to `len` bytes (keeps the allocation).
-    pub fn truncate(&mut self, len: usize) {
-        self.len = self.len.min(len);
-    }
-    /// The bytes.
-    pub fn as_slice(&self) -> &[u8] {
-        &bytemuck::cast_slice(&self.words)[..self.len]
-    }
-    /// The bytes, mutable.
-    pub fn as_mut_slice(&mut self) -> &mut [u8] {
-        &mut bytemuck::cast_slice_mut(&mut self.words)[..self.len]
-    }
-    /// Length in bytes.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-    /// Whether the buffer holds no bytes.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-}
-
-impl std::fmt::Debug for AlignedBytes {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "AlignedBytes({} bytes)", self.len)
-    }
-}
-
-/// A gathered Ragged batch: every payload in one aligned allocation, with
-/// per-record offsets and shapes.
-#[derive(Clone, Debug, Default)]
-pub struct RaggedBatch {
-    pub(crate) data: AlignedBytes,
-    pub(crate) spans: Vec<Range<usize>>,
-    pub(crate) dims: Vec<u64>,
-    pub(crate) dim_starts: Vec<usize>,
-    /// Scratch kept between gathers so a reused batch allocates nothing per
-    /// gather (the native reader's; a wasm build never reads it).
-    #[allow(dead_code)]
-    pub(crate) locs: Vec<RecordLoc>,
-    #[allow(dead_code)]
-    pub(crate) slots: Vec<Range<usize>>,
-}
-
-impl RaggedBatch {
-    /// Number of records.
-    pub fn len(&self) -> usize {
-        self.spans.len()
-    }
-    /// Whether the batch holds no records.
-    pub fn is_empty(&self) -> bool {
-        self.spans.is_empty()
-    }
-    /// Record `i`'s shape and payload bytes.
-    ///
-    /// # Panics
-    /// If `i >= len()`, like slice indexing.
-    pub fn record(&self, i: usize) -> (&[u64], &[u8]) {
-        (self.shape(i), &self.data.as_slice()[self.spans[i].clone()])
-    }
-    /// Record `i`'s shape.
-    pub fn shape(&self, i: usize) -> &[u64] {
-        &self.dims[self.dim_starts[i]..self.dim_starts[i + 1]]
-    }
-    /// All payload bytes (records are aligned for the dtype, with padding between).
-    pub fn values(&self) -> &[u8] {
-        self.data.as_slice()
-    }
-    /// Byte range of each record's payload inside `values()`.
-    pub fn spans(&self) -> &[Range<usize>] {
-        &self.spans
-    }
-    /// Iterate `(shape, bytes)` per record.
-    pub fn iter(&self) -> impl ExactSizeIterator<Item = (&[u64], &[u8])> + '_ {
-        (0..self.len()).map(|i| self.record(i))
-    }
 }
 
 /// Where each record of a Ragged gather is decoded before compaction.

@@ -7,17 +7,24 @@
 pub mod coalesce;
 pub mod decode;
 pub mod dtype;
+pub mod files;
 pub mod header;
 pub mod loc;
+pub mod plan;
 pub mod ragged;
 pub mod schema;
+pub mod store_core;
 pub mod store_info;
 
+pub use coalesce::{Merge, Reads};
 pub use dtype::{ByteOrder, DType, Kind};
+pub use files::StoreFile;
 pub use header::{Codec, Header};
 pub use loc::RecordLoc;
+pub use plan::GatherPlan;
 pub use schema::{Geometry, Schema};
-pub use store_info::StoreInfo;
+pub use store_core::StoreCore;
+pub use store_info::{FileSizes, StoreInfo};
 
 /// Size of the static page at the start of `meta.zr` (Header + schema).
 pub const PAGE_SIZE: u64 = 4096;

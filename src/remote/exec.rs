@@ -2,7 +2,7 @@
 //! runs the same in a browser (single-threaded, `!Send` futures) and natively:
 //! bounded concurrency, cancellation by a racing future, and `block_on`.
 
-use super::client::LocalBoxFuture;
+use super::transport::LocalBoxFuture;
 use crate::{Error, Result};
 use std::future::{poll_fn, Future};
 use std::pin::pin;

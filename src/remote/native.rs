@@ -6,12 +6,13 @@
 //! them as futures, so the bounded concurrency of the async driver is real
 //! concurrency here too. Connections are kept alive and shared by the pool.
 
-use super::client::{LocalBoxFuture, RangeClient, RangeRequest, RangeResponse, TransportError};
 use super::exec::block_on;
+use super::http::{HttpError, HttpGet, HttpRanges, HttpRequest, HttpResponse};
 use super::store::{RemoteOptions, RemoteSizes, RemoteStats, RemoteStore};
-use crate::batch::{Batch, DenseBatch, RaggedBatch};
-use crate::format::decode::AlignedBytes;
-use crate::format::{RecordLoc, StoreInfo};
+use super::transport::LocalBoxFuture;
+use crate::batch::{DenseBatch, RaggedBatch};
+use crate::format::{FileSizes, RecordLoc, StoreInfo};
+use crate::records::Records;
 use crate::Result;
 use std::future::Future;
 use std::io::Read;
@@ -111,8 +112,8 @@ impl HttpClient {
 fn send(
     agent: &ureq::Agent,
     headers: &[(String, String)],
-    req: &RangeRequest,
-) -> Result<RangeResponse, TransportError> {
+    req: &HttpRequest,
+) -> Result<HttpResponse, HttpError> {
     let mut r = agent.get(&req.url).header("Range", req.range_header());
     for (k, v) in headers {
         r = r.header(k.as_str(), v.as_str());
@@ -121,11 +122,11 @@ fn send(
         r = r.header("If-Match", tag.as_str());
     }
     let resp = r.call().map_err(|e| match e {
-        ureq::Error::BadUri(u) => TransportError::Fatal(format!("bad URL: {u}")),
-        e => TransportError::Network(e.to_string()),
+        ureq::Error::BadUri(u) => HttpError::Fatal(format!("bad URL: {u}")),
+        e => HttpError::Network(e.to_string()),
     })?;
     let header = |name: &str| resp.headers().get(name).and_then(|v| v.to_str().ok()).map(str::to_string);
-    let mut out = RangeResponse {
+    let mut out = HttpResponse {
         status: resp.status().as_u16(),
         content_range: header("content-range"),
         content_encoding: header("content-encoding"),
@@ -140,18 +141,18 @@ fn send(
             .into_reader()
             .take(limit)
             .read_to_end(&mut out.body)
-            .map_err(|e| TransportError::Network(format!("reading the body: {e}")))?;
+            .map_err(|e| HttpError::Network(format!("reading the body: {e}")))?;
     }
     Ok(out)
 }
 
-impl RangeClient for HttpClient {
-    fn get(&self, req: RangeRequest) -> LocalBoxFuture<'_, Result<RangeResponse, TransportError>> {
+impl HttpGet for HttpClient {
+    fn get(&self, req: HttpRequest) -> LocalBoxFuture<'_, Result<HttpResponse, HttpError>> {
         let agent = self.agent.clone();
         let headers = self.headers.clone();
         let done = self.run(move || send(&agent, &headers, &req));
         Box::pin(async move {
-            done.await.unwrap_or_else(|| Err(TransportError::Fatal("the HTTP worker thread stopped".into())))
+            done.await.unwrap_or_else(|| Err(HttpError::Fatal("the HTTP worker thread stopped".into())))
         })
     }
 
@@ -208,9 +209,9 @@ impl<T> Future for Oneshot<T> {
     }
 }
 
-impl RemoteStore<HttpClient> {
-    /// Open a store over HTTP(S) with default options, behind a blocking API
-    /// shaped like the local `Store`'s.
+impl RemoteStore<HttpRanges<HttpClient>> {
+    /// Open the store at `url` with the native HTTP client and default
+    /// options, behind the blocking [`Records`] API.
     ///
     /// # Errors
     /// As [`RemoteStore::open`].
@@ -218,64 +219,44 @@ impl RemoteStore<HttpClient> {
         Self::open_blocking_with(url, RemoteOptions::default(), HttpOptions::default())
     }
 
-    /// Open a store over HTTP(S), blocking.
+    /// As [`RemoteStore::open_blocking`], with options.
     ///
     /// # Errors
     /// As [`RemoteStore::open`].
     pub fn open_blocking_with(url: &str, options: RemoteOptions, http: HttpOptions) -> Result<BlockingStore> {
-        let inner = block_on(RemoteStore::open(HttpClient::new(http), url, options))?;
+        let inner = block_on(RemoteStore::open_http(HttpClient::new(http), url, options))?;
         Ok(BlockingStore { inner })
     }
 }
 
-/// A remote store read with blocking calls (each runs the async driver to
-/// completion on the calling thread). Mirrors the local `Store`'s API.
+/// A remote store behind the blocking [`Records`] API (each call runs the
+/// async reader to completion on the calling thread; its requests run on the
+/// HTTP client's worker threads).
 #[derive(Debug)]
 pub struct BlockingStore {
-    inner: RemoteStore<HttpClient>,
+    inner: RemoteStore<HttpRanges<HttpClient>>,
 }
 
 impl BlockingStore {
-    /// The async store underneath.
-    pub fn as_async(&self) -> &RemoteStore<HttpClient> {
+    /// The async reader underneath.
+    pub fn as_async(&self) -> &RemoteStore<HttpRanges<HttpClient>> {
         &self.inner
     }
-    /// Validated Header, schema and sizes (see [`RemoteStore::info`]).
-    pub fn info(&self) -> &StoreInfo {
-        self.inner.info()
-    }
-    /// The store's directory URL.
+    /// The store's directory URL (ending in `/`).
     pub fn url(&self) -> &str {
         self.inner.url()
-    }
-    crate::format::store_info::info_accessors!();
-
-    /// The dictionary bytes of a `zstd_dict` store.
-    pub fn dict_bytes(&self) -> Option<&[u8]> {
-        self.inner.dict_bytes()
     }
     /// See [`RemoteStore::static_page`].
     pub fn static_page(&self) -> &[u8] {
         self.inner.static_page()
     }
-    /// `tail_offset`.
-    pub fn stored_bytes(&self) -> u64 {
-        self.inner.stored_bytes()
-    }
-    /// Requests and bytes spent so far.
+    /// See [`RemoteStore::stats`].
     pub fn stats(&self) -> RemoteStats {
         self.inner.stats()
     }
-    /// File sizes as far as known.
+    /// See [`RemoteStore::file_sizes`].
     pub fn file_sizes(&self) -> RemoteSizes {
         self.inner.file_sizes()
-    }
-    /// See [`RemoteStore::logical_bytes`].
-    ///
-    /// # Errors
-    /// As [`RemoteStore::logical_bytes`].
-    pub fn logical_bytes(&self) -> Result<u64> {
-        block_on(self.inner.logical_bytes())
     }
     /// See [`RemoteStore::locs`].
     ///
@@ -283,13 +264,6 @@ impl BlockingStore {
     /// As [`RemoteStore::locs`].
     pub fn locs(&self, start: u64, count: u64) -> Result<Vec<RecordLoc>> {
         block_on(self.inner.locs(start, count))
-    }
-    /// See [`RemoteStore::raw_locs`].
-    ///
-    /// # Errors
-    /// As [`RemoteStore::raw_locs`].
-    pub fn raw_locs(&self, indices: &[u64]) -> Result<Vec<RecordLoc>> {
-        block_on(self.inner.raw_locs(indices))
     }
     /// See [`RemoteStore::read_stored`].
     ///
@@ -305,60 +279,28 @@ impl BlockingStore {
     pub fn data_size(&self) -> Result<u64> {
         block_on(self.inner.data_size())
     }
-    /// Record `index`'s validated location.
-    ///
-    /// # Errors
-    /// As [`RemoteStore::locs`].
-    pub fn loc(&self, index: u64) -> Result<RecordLoc> {
-        Ok(self.locs(index, 1)?[0])
+}
+
+impl Records for BlockingStore {
+    fn info(&self) -> &StoreInfo {
+        self.inner.info()
     }
-    /// See [`RemoteStore::gather_into`].
-    ///
-    /// # Errors
-    /// As [`RemoteStore::gather_into`].
-    pub fn gather_into(&self, indices: &[u64], out: &mut [u8]) -> Result<()> {
+    fn dict_bytes(&self) -> Option<&[u8]> {
+        self.inner.dict_bytes()
+    }
+    fn raw_locs(&self, indices: &[u64]) -> Result<Vec<RecordLoc>> {
+        block_on(self.inner.raw_locs(indices))
+    }
+    fn gather_into(&self, indices: &[u64], out: &mut [u8]) -> Result<()> {
         block_on(self.inner.gather_into(indices, out))
     }
-    /// See [`RemoteStore::gather`].
-    ///
-    /// # Errors
-    /// As [`RemoteStore::gather_into`].
-    pub fn gather(&self, indices: &[u64]) -> Result<DenseBatch> {
-        block_on(self.inner.gather(indices))
-    }
-    /// See [`RemoteStore::gather_dense_batch`].
-    ///
-    /// # Errors
-    /// As [`RemoteStore::gather_into`].
-    pub fn gather_dense_batch(&self, indices: &[u64], batch: &mut DenseBatch) -> Result<()> {
+    fn gather_dense_batch(&self, indices: &[u64], batch: &mut DenseBatch) -> Result<()> {
         block_on(self.inner.gather_dense_batch(indices, batch))
     }
-    /// See [`RemoteStore::gather_ragged`].
-    ///
-    /// # Errors
-    /// As [`RemoteStore::gather_ragged`].
-    pub fn gather_ragged(&self, indices: &[u64]) -> Result<RaggedBatch> {
-        block_on(self.inner.gather_ragged(indices))
-    }
-    /// See [`RemoteStore::gather_ragged_into`].
-    ///
-    /// # Errors
-    /// As [`RemoteStore::gather_ragged`].
-    pub fn gather_ragged_into(&self, indices: &[u64], batch: &mut RaggedBatch) -> Result<()> {
+    fn gather_ragged_into(&self, indices: &[u64], batch: &mut RaggedBatch) -> Result<()> {
         block_on(self.inner.gather_ragged_into(indices, batch))
     }
-    /// See [`RemoteStore::gather_batch_into`].
-    ///
-    /// # Errors
-    /// As the gathers.
-    pub fn gather_batch_into(&self, indices: &[u64], batch: &mut Batch) -> Result<()> {
-        block_on(self.inner.gather_batch_into(indices, batch))
-    }
-    /// See [`RemoteStore::get`].
-    ///
-    /// # Errors
-    /// As the gathers.
-    pub fn get(&self, index: u64) -> Result<(Vec<u64>, AlignedBytes)> {
-        block_on(self.inner.get(index))
+    fn sizes(&self) -> Result<FileSizes> {
+        Ok(FileSizes { data: self.data_size()?, ..self.info().sizes })
     }
 }

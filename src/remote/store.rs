@@ -1,36 +1,36 @@
-//! The async remote reader: the pure format core driven over ranged GETs.
+//! The async remote reader: gather plans walked over range reads.
 //!
 //! Open reads `meta.zr` bytes `0-65535` once (Header, schema and the first
-//! 3,840 locations; the file size from Content-Range) and `dict.zr` whole for
+//! 3,840 locations; the file size with them) and `dict.zr` whole for
 //! `zstd_dict` stores. A gather looks its locations up in 64 KiB pages of the
-//! location table (an LRU; missing pages are fetched, consecutive ones in one
-//! request), validates them like the local reader, coalesces the records'
-//! byte ranges, fetches them with bounded concurrency and decodes each record
-//! straight into its place in the output.
+//! location table (an LRU; missing pages are read, consecutive ones in one
+//! read), then walks the core's [`GatherPlan`]: the plan checks the
+//! locations, merges the records' byte ranges, and decodes each record
+//! straight into its place as its read completes. This file only knows how
+//! to get bytes, with bounded concurrency.
 //!
 //! `data.zr`'s size is not asked for at open (that would cost a request): it
-//! comes with the first data answer's Content-Range, and the open-time rule
+//! comes with the first data answer, and the open-time rule
 //! `size(data.zr) >= tail_offset` is applied then, before any record decodes.
 
-use super::check::{self, Fail, Ranged};
-use super::client::{LocalBoxFuture, RangeClient, RangeRequest, TransportError};
 use super::exec::for_each_bounded;
+use super::files::{add, get, lock, StoreFiles};
+use super::http::{HttpGet, HttpRanges, Retry};
 use super::pages::{PageCache, LOC_PAGE};
-use crate::batch::{Batch, DenseBatch, RaggedBatch};
-use crate::codec::Dict;
-use crate::format::coalesce::coalesce;
-use crate::format::decode::{self, AlignedBytes};
-use crate::format::store_info::FileSizes;
-use crate::format::{Codec, Geometry, Header, RecordLoc, StoreInfo, LOC_SIZE, PAGE_SIZE};
+use super::transport::{LocalBoxFuture, RangeRead};
+use crate::batch::{AlignedBytes, Batch, DenseBatch, RaggedBatch};
+use crate::format::decode::slot_parts;
+use crate::format::store_core::check_dict_size;
+use crate::format::store_core::MAX_DICT_BYTES;
+use crate::format::{
+    Codec, FileSizes, GatherPlan, Header, Merge, Reads, RecordLoc, StoreCore, StoreFile, StoreInfo, LOC_SIZE,
+    PAGE_SIZE,
+};
 use crate::{Error, Result};
 use std::collections::HashMap;
 use std::ops::Range;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
-
-/// Largest `dict.zr` accepted (loaderx's largest tier is 1 MiB).
-const MAX_DICT_BYTES: u64 = 64 << 20;
 
 /// Tuning for a remote store. The defaults suit object stores and CDNs.
 #[derive(Clone, Debug)]
@@ -45,7 +45,8 @@ pub struct RemoteOptions {
     pub concurrency: usize,
     /// Location pages (64 KiB, 4,096 records each) kept in the LRU (default 64).
     pub cache_pages: usize,
-    /// Retries of a transient failure (5xx, 408, 429, network) (default 3).
+    /// Retries of a transient failure (5xx, 408, 429, network) by transports
+    /// that retry, such as HTTP (default 3).
     pub retries: u32,
     /// Wait before the first retry; doubled each time, at most 10 s (default 200 ms).
     pub backoff: Duration,
@@ -102,161 +103,89 @@ pub struct RemoteSizes {
     pub dict: Option<u64>,
 }
 
-/// One of a store's files.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum File {
-    Meta = 0,
-    Data = 1,
-    Dict = 2,
-}
-
-impl File {
-    fn name(self) -> &'static str {
-        match self {
-            File::Meta => "meta.zr",
-            File::Data => "data.zr",
-            File::Dict => "dict.zr",
-        }
-    }
-}
-
-/// What the first answer said about a file; later answers must agree.
-#[derive(Clone, Debug, Default)]
-struct Seen {
-    size: Option<u64>,
-    etag: Option<String>,
-}
-
-#[derive(Default)]
-struct Counters {
-    requests: AtomicU64,
-    bytes: AtomicU64,
-    retries: AtomicU64,
-    per_file: [AtomicU64; 3],
-    page_hits: AtomicU64,
-    page_misses: AtomicU64,
-}
-
-fn add(c: &AtomicU64, n: u64) {
-    c.fetch_add(n, Ordering::Relaxed);
-}
-
-/// A store read over HTTP Range requests (or any [`RangeClient`]).
+/// A store read over range reads: HTTP Range requests ([`HttpRanges`]), a
+/// browser's local files, or any [`RangeRead`].
 ///
 /// Every method is `async`; cancel one by dropping its future (see
 /// [`super::cancellable`]). Natively, `RemoteStore::open_blocking` gives the
-/// same reader behind a blocking API shaped like the local `Store`.
-pub struct RemoteStore<C> {
-    conn: Conn<C>,
-    info: StoreInfo,
-    dict: Option<Dict>,
-    dict_bytes: Option<Vec<u8>>,
+/// same reader behind the blocking [`Records`](crate::Records) trait.
+pub struct RemoteStore<T> {
+    files: StoreFiles<T>,
+    options: RemoteOptions,
+    core: StoreCore,
     /// `meta.zr`'s static page as read at open (for checkers: its padding).
     static_page: Box<[u8]>,
     pages: Mutex<PageCache>,
 }
 
-/// The requests side: where the files are, what they looked like first,
-/// what was spent.
-struct Conn<C> {
-    client: C,
-    base: String,
-    query: String,
-    options: RemoteOptions,
-    seen: Mutex<[Seen; 3]>,
-    counters: Counters,
-}
-
-impl<C> std::fmt::Debug for RemoteStore<C> {
+impl<T: RangeRead> std::fmt::Debug for RemoteStore<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let info = self.info();
         f.debug_struct("RemoteStore")
-            .field("url", &self.conn.base)
-            .field("len", &self.info.len())
-            .field("dtype", &self.info.dtype().as_str())
-            .field("codec", &self.info.codec())
+            .field("url", &info.name)
+            .field("len", &info.len())
+            .field("dtype", &info.dtype().as_str())
+            .field("codec", &info.codec())
             .finish()
     }
 }
 
-/// Split a store URL into its directory (ending in `/`) and query string.
-fn split_url(url: &str) -> (String, String) {
-    let url = url.split('#').next().unwrap_or_default();
-    let (path, query) = match url.split_once('?') {
-        Some((p, q)) => (p, format!("?{q}")),
-        None => (url, String::new()),
-    };
-    let mut base = path.strip_suffix("meta.zr").unwrap_or(path).to_string();
-    if !base.ends_with('/') {
-        base.push('/');
-    }
-    (base, query)
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    // A panic elsewhere cannot leave these plain records half-updated.
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-impl<C: RangeClient> RemoteStore<C> {
-    /// Open the store at `url`: a directory URL (`https://host/stores/a/`),
-    /// or the URL of its `meta.zr`. A query string is kept on every file's URL.
+impl<G: HttpGet> RemoteStore<HttpRanges<G>> {
+    /// Open the store at `url` over HTTP: a directory URL
+    /// (`https://host/stores/a/`), or the URL of its `meta.zr`. A query
+    /// string is kept on every file's URL.
     ///
-    /// Costs one request (two for `zstd_dict`).
+    /// # Errors
+    /// As [`RemoteStore::open`].
+    pub async fn open_http(get: G, url: &str, options: RemoteOptions) -> Result<Self> {
+        let retry = Retry { retries: options.retries, backoff: options.backoff };
+        RemoteStore::open(HttpRanges::new(get, url, retry), options).await
+    }
+
+    /// The store's directory URL (ending in `/`).
+    pub fn url(&self) -> &str {
+        self.files.transport.base()
+    }
+    /// The HTTP client.
+    pub fn client(&self) -> &G {
+        self.files.transport.client()
+    }
+}
+
+impl<T: RangeRead> RemoteStore<T> {
+    /// Open the store whose files `transport` reads.
+    ///
+    /// Costs one read (two for `zstd_dict`).
     ///
     /// # Errors
     /// `NotFound`, `Remote` (the server misbehaves or refuses), `BadFormat`,
     /// `Unpublished`, `Cancelled`.
-    pub async fn open(client: C, url: &str, options: RemoteOptions) -> Result<Self> {
-        let (base, query) = split_url(url);
-        let name = base.clone();
-        let conn = Conn {
-            client,
-            base,
-            query,
-            options,
-            seen: Mutex::new(Default::default()),
-            counters: Counters::default(),
-        };
-        let head = conn.fetch(File::Meta, 0..LOC_PAGE, true, None).await?;
+    pub async fn open(transport: T, options: RemoteOptions) -> Result<Self> {
+        let files = StoreFiles::new(transport, options.if_match);
+        let name = files.transport.name();
+        let head = files.read(StoreFile::Meta, 0..LOC_PAGE, true, None).await?;
         let header = Header::parse(&name, &head.bytes)?;
         let mut dict_bytes = None;
         if header.codec == Codec::ZstdDict {
-            match conn.fetch(File::Dict, 0..MAX_DICT_BYTES + 1, true, None).await {
-                Ok(d) if d.total > MAX_DICT_BYTES => {
-                    return Err(Error::BadFormat {
-                        store: name,
-                        check: format!(
-                            "dict.zr is {} bytes (dictionaries are at most {MAX_DICT_BYTES})",
-                            d.total
-                        ),
-                    })
+            match files.read(StoreFile::Dict, 0..MAX_DICT_BYTES + 1, true, None).await {
+                Ok(d) => {
+                    check_dict_size(&name, d.total)?;
+                    dict_bytes = Some(d.bytes);
                 }
-                Ok(d) => dict_bytes = Some(d.bytes),
                 // A missing dict.zr is the format's rule to report, below.
                 Err(Error::NotFound { .. }) => {}
                 Err(e) => return Err(e),
             }
         }
-        let sizes = FileSizes {
-            meta: head.total,
-            // Checked when the first data answer tells the real size.
-            data: header.tail_offset,
-            dict: dict_bytes.as_ref().map(|d: &Vec<u8>| d.len() as u64),
-        };
-        let info = StoreInfo::parse(&name, &head.bytes, sizes)?;
-        let dict = match (&dict_bytes, header.codec) {
-            (Some(bytes), Codec::ZstdDict) => {
-                Some(Dict::new(bytes).map_err(|why| Error::BadFormat { store: name.clone(), check: why })?)
-            }
-            _ => None,
-        };
+        // data.zr's size is checked when the first data answer tells it.
+        let sizes = FileSizes { meta: head.total, data: header.tail_offset, dict: None };
+        let core = StoreCore::open(&name, &head.bytes, sizes, dict_bytes)?;
         let static_page = head.bytes[..head.bytes.len().min(PAGE_SIZE as usize)].into();
         let store = RemoteStore {
-            pages: Mutex::new(PageCache::new(conn.options.cache_pages)),
-            conn,
-            info,
-            dict,
-            dict_bytes,
+            pages: Mutex::new(PageCache::new(options.cache_pages)),
+            files,
+            options,
+            core,
             static_page,
         };
         let first = store.page_range(0);
@@ -268,76 +197,93 @@ impl<C: RangeClient> RemoteStore<C> {
     }
 
     /// Validated Header, schema and sizes. `info().sizes.data` holds
-    /// `tail_offset` (the least `data.zr` may hold) until a data request
+    /// `tail_offset` (the least `data.zr` may hold) until a data read
     /// learns the real size; see [`RemoteStore::file_sizes`].
     pub fn info(&self) -> &StoreInfo {
-        &self.info
+        self.core.info()
     }
-    /// The store's directory URL (ending in `/`).
-    pub fn url(&self) -> &str {
-        &self.conn.base
-    }
-    crate::format::store_info::info_accessors!();
-
     /// The dictionary bytes of a `zstd_dict` store.
     pub fn dict_bytes(&self) -> Option<&[u8]> {
-        self.dict_bytes.as_deref()
+        self.core.dict_bytes()
     }
     /// The first 4096 bytes of `meta.zr` (Header, schema, padding) as read
     /// at open; fewer only when the file is shorter.
     pub fn static_page(&self) -> &[u8] {
         &self.static_page
     }
-    /// Stored bytes of the published records (`tail_offset`).
-    pub fn stored_bytes(&self) -> u64 {
-        self.info.header.tail_offset
-    }
     /// The options the store was opened with.
     pub fn options(&self) -> &RemoteOptions {
-        &self.conn.options
+        &self.options
     }
     /// The transport.
-    pub fn client(&self) -> &C {
-        &self.conn.client
+    pub fn transport(&self) -> &T {
+        &self.files.transport
     }
 
     /// Sizes of the files as far as known.
     pub fn file_sizes(&self) -> RemoteSizes {
-        let seen = lock(&self.conn.seen);
-        RemoteSizes {
-            meta: self.info.sizes.meta,
-            data: seen[File::Data as usize].size,
-            dict: self.info.sizes.dict,
-        }
+        let sizes = self.info().sizes;
+        RemoteSizes { meta: sizes.meta, data: self.files.data_size(), dict: sizes.dict }
     }
 
     /// Requests and bytes spent so far.
     pub fn stats(&self) -> RemoteStats {
-        let c = &self.conn.counters;
-        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let c = &self.files.counters;
+        let per_file = |f: StoreFile| get(&c.reads[f as usize]);
+        let retries = self.files.transport.retries();
+        let reads: u64 = StoreFile::ALL.into_iter().map(per_file).sum();
         RemoteStats {
-            requests: get(&c.requests),
+            requests: reads + retries,
             bytes: get(&c.bytes),
-            retries: get(&c.retries),
-            meta_requests: get(&c.per_file[File::Meta as usize]),
-            data_requests: get(&c.per_file[File::Data as usize]),
-            dict_requests: get(&c.per_file[File::Dict as usize]),
+            retries,
+            meta_requests: per_file(StoreFile::Meta),
+            data_requests: per_file(StoreFile::Data),
+            dict_requests: per_file(StoreFile::Dict),
             page_hits: get(&c.page_hits),
             page_misses: get(&c.page_misses),
             cached_pages: lock(&self.pages).len() as u64,
         }
     }
 
+    fn merge(&self, max_gap: u64) -> Merge {
+        Merge { max_gap, max_len: self.options.max_request }
+    }
+
     /// `meta.zr` bytes held by location page `p` (only the published table).
     fn page_range(&self, page: u64) -> Range<u64> {
         // Fits: open checked `size(meta.zr) >= table_end` (in u128).
-        let table_end = PAGE_SIZE + LOC_SIZE * self.info.len();
+        let table_end = PAGE_SIZE + LOC_SIZE * self.info().len();
         let start = page.saturating_mul(LOC_PAGE);
         start.min(table_end)..start.saturating_add(LOC_PAGE).min(table_end)
     }
 
-    /// The raw locations of `indices` (in range, not yet validated), fetching
-    /// the pages not cached: consecutive missing pages in one request.
+    /// Read every range of `reads` from `file` with bounded concurrency,
+    /// handing original range `m`'s bytes to `each(m, bytes)` as its read
+    /// completes.
+    async fn read_all(
+        &self,
+        file: StoreFile,
+        reads: &Reads,
+        mut each: impl FnMut(usize, &[u8]) -> Result<()>,
+    ) -> Result<()> {
+        let data_rules = (file == StoreFile::Data).then(|| self.info());
+        let futures: Vec<LocalBoxFuture<'_, Result<Vec<u8>>>> = reads
+            .fetches()
+            .iter()
+            .map(|f| {
+                let range = f.range.clone();
+                Box::pin(async move { Ok(self.files.read(file, range, false, data_rules).await?.bytes) })
+                    as LocalBoxFuture<'_, Result<Vec<u8>>>
+            })
+            .collect();
+        for_each_bounded(futures, self.options.concurrency, |f, bytes| {
+            reads.members(f, &bytes).try_for_each(|(m, src)| each(m, src))
+        })
+        .await
+    }
+
+    /// The raw locations of `indices` (in range, not yet validated), reading
+    /// the pages not cached: consecutive missing pages in one read.
     async fn locate(&self, indices: &[u64]) -> Result<Vec<RecordLoc>> {
         let page_of = |i: u64| RecordLoc::position(i) / LOC_PAGE;
         let mut held: HashMap<u64, Arc<[u8]>> = HashMap::new();
@@ -351,7 +297,7 @@ impl<C: RangeClient> RemoteStore<C> {
                 }
                 match cache.get(p) {
                     Some(bytes) => {
-                        add(&self.conn.counters.page_hits, 1);
+                        add(&self.files.counters.page_hits, 1);
                         held.insert(p, bytes);
                     }
                     None => missing.push(p),
@@ -359,27 +305,12 @@ impl<C: RangeClient> RemoteStore<C> {
             }
         }
         if !missing.is_empty() {
-            add(&self.conn.counters.page_misses, missing.len() as u64);
+            add(&self.files.counters.page_misses, missing.len() as u64);
             missing.sort_unstable();
-            let ranges: Vec<Range<u64>> = missing.iter().map(|&p| self.page_range(p)).collect();
-            let fetches = coalesce(&ranges, 0, self.conn.options.max_request);
-            let futures: Vec<LocalBoxFuture<'_, Result<Vec<u8>>>> = fetches
-                .iter()
-                .map(|f| {
-                    let range = f.range.clone();
-                    Box::pin(async move { Ok(self.conn.fetch(File::Meta, range, false, None).await?.bytes) })
-                        as LocalBoxFuture<'_, Result<Vec<u8>>>
-                })
-                .collect();
+            let reads = Reads::new(missing.iter().map(|&p| self.page_range(p)).collect(), self.merge(0));
             let mut fetched: Vec<(u64, Arc<[u8]>)> = Vec::with_capacity(missing.len());
-            for_each_bounded(futures, self.conn.options.concurrency, |k, bytes| {
-                let f = &fetches[k];
-                for &m in &f.members {
-                    let r = &ranges[m];
-                    let at = (r.start - f.range.start) as usize;
-                    let page: Arc<[u8]> = Arc::from(&bytes[at..at + (r.end - r.start) as usize]);
-                    fetched.push((missing[m], page));
-                }
+            self.read_all(StoreFile::Meta, &reads, |m, bytes| {
+                fetched.push((missing[m], Arc::from(bytes)));
                 Ok(())
             })
             .await?;
@@ -398,7 +329,7 @@ impl<C: RangeClient> RemoteStore<C> {
                 let entry =
                     held.get(&p).and_then(|page| page.get(at..at + LOC_SIZE as usize)).ok_or_else(|| {
                         Error::BadFormat {
-                            store: self.info.name.clone(),
+                            store: self.info().name.clone(),
                             check: format!("record {i}: location lies outside meta.zr"),
                         }
                     })?;
@@ -407,67 +338,69 @@ impl<C: RangeClient> RemoteStore<C> {
             .collect()
     }
 
-    /// Fetch `data.zr` byte ranges (each within `tail_offset`, none empty):
-    /// coalesced, with bounded concurrency, handing range `m`'s bytes to
-    /// `each(m, bytes)` as its request completes.
-    async fn fetch_ranges(
+    /// The locations of `plan`'s records, checked by the plan.
+    async fn checked_locs(&self, plan: &GatherPlan<'_>) -> Result<Vec<RecordLoc>> {
+        let locs = self.locate(plan.indices()).await?;
+        plan.check_locs(&locs)?;
+        Ok(locs)
+    }
+
+    /// Read the records at checked `locs` and decode record `k` into `parts[k]`
+    /// as its read completes.
+    async fn read_decode(
         &self,
-        ranges: &[Range<u64>],
-        mut each: impl FnMut(usize, &[u8]) -> Result<()>,
+        plan: &GatherPlan<'_>,
+        locs: &[RecordLoc],
+        parts: &mut [&mut [u8]],
     ) -> Result<()> {
-        let fetches = coalesce(ranges, self.conn.options.max_gap, self.conn.options.max_request);
-        let futures: Vec<LocalBoxFuture<'_, Result<Vec<u8>>>> = fetches
-            .iter()
-            .map(|f| {
-                let range = f.range.clone();
-                Box::pin(async move {
-                    Ok(self.conn.fetch(File::Data, range, false, Some(&self.info)).await?.bytes)
-                }) as LocalBoxFuture<'_, Result<Vec<u8>>>
-            })
-            .collect();
-        for_each_bounded(futures, self.conn.options.concurrency, |k, bytes| {
-            let f = &fetches[k];
-            for &m in &f.members {
-                let r = &ranges[m];
-                let at = (r.start - f.range.start) as usize;
-                each(m, &bytes[at..at + (r.end - r.start) as usize])?;
-            }
+        let reads = plan.reads(locs, self.merge(self.options.max_gap));
+        self.read_all(StoreFile::Data, &reads, |k, src| plan.decode(k, src, parts[k])).await
+    }
+
+    /// The stored bytes of the records at checked `locs`, for a batch that is
+    /// sized by their lengths: `data.zr`'s size is not known before its first
+    /// answer, so every length must be backed by bytes that arrived, and each
+    /// big frame must declare its claim. Buffers are allocated as bytes arrive.
+    async fn read_checked(&self, plan: &GatherPlan<'_>, locs: &[RecordLoc]) -> Result<Vec<Vec<u8>>> {
+        let reads = plan.reads(locs, self.merge(self.options.max_gap));
+        let mut stored = vec![Vec::new(); locs.len()];
+        self.read_all(StoreFile::Data, &reads, |k, src| {
+            plan.check_frame_head(k, &locs[k], src)?;
+            stored[k] = src.to_vec();
             Ok(())
         })
-        .await
+        .await?;
+        Ok(stored)
     }
 
-    /// Fetch the records at validated `locs` and decode record `k` into `parts[k]`.
-    async fn fetch_decode(&self, indices: &[u64], locs: &[RecordLoc], parts: &mut [&mut [u8]]) -> Result<()> {
-        let ranges: Vec<Range<u64>> = locs.iter().map(|l| l.offset..l.end()).collect();
-        self.fetch_ranges(&ranges, |m, src| {
-            decode::decode_record(&self.info, indices[m], self.dict.as_ref(), src, parts[m])
-        })
-        .await
-    }
-
-    fn invalid(&self, why: &str) -> Error {
-        Error::InvalidArgument { store: self.info.name.clone(), why: why.to_string() }
+    /// Decode each record of `stored` into the matching part.
+    fn decode_stored<'a>(
+        plan: &GatherPlan<'_>,
+        stored: &[Vec<u8>],
+        parts: impl IntoIterator<Item = &'a mut [u8]>,
+    ) -> Result<()> {
+        stored.iter().zip(parts).enumerate().try_for_each(|(k, (src, dst))| plan.decode(k, src, dst))
     }
 
     /// Validated locations of records `start .. start + count` (for viewers).
     ///
     /// # Errors
     /// `IndexOutOfRange`, `BadFormat` for a location breaking a rule, and the
-    /// request errors of [`RemoteStore::open`].
+    /// read errors of [`RemoteStore::open`].
     pub async fn locs(&self, start: u64, count: u64) -> Result<Vec<RecordLoc>> {
-        let end = start.checked_add(count).filter(|&e| e <= self.len());
+        let info = self.info();
+        let end = start.checked_add(count).filter(|&e| e <= info.len());
         let Some(end) = end else {
             return Err(Error::IndexOutOfRange {
-                store: self.info.name.clone(),
+                store: info.name.clone(),
                 index: start.saturating_add(count).saturating_sub(1).max(start),
-                len: self.len(),
+                len: info.len(),
             });
         };
         let indices: Vec<u64> = (start..end).collect();
         let locs = self.locate(&indices).await?;
         for (&i, loc) in indices.iter().zip(&locs) {
-            loc.validate(&self.info.name, i, self.codec(), self.info.header.tail_offset)?;
+            loc.validate(&info.name, i, info.codec(), info.header.tail_offset)?;
         }
         Ok(locs)
     }
@@ -477,107 +410,76 @@ impl<C: RangeClient> RemoteStore<C> {
     /// For checkers such as `zrecord verify`, which report every broken
     /// location instead of stopping at the first; readers want
     /// [`RemoteStore::locs`]. Costs what a gather's lookup costs (cached
-    /// 64 KiB pages, consecutive missing ones in one request).
+    /// 64 KiB pages, consecutive missing ones in one read).
     ///
     /// # Errors
-    /// `IndexOutOfRange` (before any request), and the request errors of
+    /// `IndexOutOfRange` (before any read), and the read errors of
     /// [`RemoteStore::open`].
     pub async fn raw_locs(&self, indices: &[u64]) -> Result<Vec<RecordLoc>> {
-        self.info.check_indices(indices)?;
+        self.info().check_indices(indices)?;
         self.locate(indices).await
     }
 
     /// Bytes of `data.zr` as stored (record frames, for checkers), the
-    /// `ranges` concatenated in the order given. Fetched as a gather fetches
-    /// records: coalesced, with bounded concurrency.
+    /// `ranges` concatenated in the order given. Read as a gather reads
+    /// records: merged, with bounded concurrency.
     ///
     /// # Errors
     /// `InvalidArgument` for an empty range or one reaching past
-    /// `tail_offset` (before any request), and the request errors of
+    /// `tail_offset` (before any read), and the read errors of
     /// [`RemoteStore::open`].
     pub async fn read_stored(&self, ranges: &[Range<u64>]) -> Result<Vec<u8>> {
-        let tail = self.info.header.tail_offset;
+        let tail = self.info().header.tail_offset;
         if let Some(r) = ranges.iter().find(|r| r.start >= r.end || r.end > tail) {
-            return Err(self.invalid(&format!(
-                "data.zr bytes {}..{} are empty or reach past tail_offset {tail}",
-                r.start, r.end
-            )));
+            return Err(Error::InvalidArgument {
+                store: self.info().name.clone(),
+                why: format!(
+                    "data.zr bytes {}..{} are empty or reach past tail_offset {tail}",
+                    r.start, r.end
+                ),
+            });
         }
-        Ok(self.fetch_each(ranges).await?.concat())
-    }
-
-    /// The stored bytes of records at checked `locs`, before a buffer is
-    /// sized by their lengths: data.zr's size is not known before its first
-    /// answer, so every length must be backed by bytes that arrived, and each
-    /// big frame must declare its claim (as the local reader checks).
-    async fn fetch_checked(&self, indices: &[u64], locs: &[RecordLoc]) -> Result<Vec<Vec<u8>>> {
-        let ranges: Vec<Range<u64>> = locs.iter().map(|l| l.offset..l.end()).collect();
-        let stored = self.fetch_each(&ranges).await?;
-        for ((&i, loc), src) in indices.iter().zip(locs).zip(&stored) {
-            if decode::is_big_claim(&self.info, loc) {
-                let head = &src[..src.len().min(decode::ZSTD_MAX_HEADER)];
-                decode::check_frame_header(&self.info, i, loc, head)?;
-            }
-        }
-        Ok(stored)
-    }
-
-    /// Decode record `k` of `stored` into the `k`-th of `parts`.
-    fn decode_stored<'a>(
-        &self,
-        indices: &[u64],
-        stored: &[Vec<u8>],
-        parts: impl IntoIterator<Item = &'a mut [u8]>,
-    ) -> Result<()> {
-        for ((&i, src), dst) in indices.iter().zip(stored).zip(parts) {
-            decode::decode_record(&self.info, i, self.dict.as_ref(), src, dst)?;
-        }
-        Ok(())
-    }
-
-    /// The bytes of each of `ranges` (validated), fetched as [`Self::fetch_ranges`]
-    /// fetches them; each buffer is allocated when its bytes have arrived.
-    async fn fetch_each(&self, ranges: &[Range<u64>]) -> Result<Vec<Vec<u8>>> {
-        let mut out = vec![Vec::new(); ranges.len()];
-        self.fetch_ranges(ranges, |m, src| {
-            out[m] = src.to_vec();
+        let reads = Reads::new(ranges.to_vec(), self.merge(self.options.max_gap));
+        let mut parts = vec![Vec::new(); ranges.len()];
+        self.read_all(StoreFile::Data, &reads, |m, src| {
+            parts[m] = src.to_vec();
             Ok(())
         })
         .await?;
-        Ok(out)
+        Ok(parts.concat())
     }
 
-    /// The size of `data.zr`: known once a data request has answered, else
-    /// asked for with a one-byte request. Either way the format's rules on
+    /// The size of `data.zr`: known once a data read has answered, else
+    /// asked for with a one-byte read. Either way the format's rules on
     /// it (at least `tail_offset` bytes; none for an empty store) are applied.
     ///
     /// # Errors
-    /// `BadFormat`, `Unpublished`, and the request errors of [`RemoteStore::open`].
+    /// `BadFormat`, `Unpublished`, and the read errors of [`RemoteStore::open`].
     pub async fn data_size(&self) -> Result<u64> {
-        if let Some(size) = self.file_sizes().data {
+        if let Some(size) = self.files.data_size() {
             return Ok(size);
         }
-        Ok(self.conn.fetch(File::Data, 0..1, true, Some(&self.info)).await?.total)
+        Ok(self.files.read(StoreFile::Data, 0..1, true, Some(self.info())).await?.total)
     }
 
     /// Gather Dense records into `out` (exactly `indices.len() * row_bytes`
     /// bytes). Indices may repeat and come in any order.
     ///
     /// # Errors
-    /// `IndexOutOfRange` (before any request), `InvalidArgument` for a Ragged
+    /// `IndexOutOfRange` (before any read), `InvalidArgument` for a Ragged
     /// store or a wrong buffer size, `BadFormat`/`CorruptRecord`, `Remote`,
     /// `StoreChanged`, `NotFound`.
     pub async fn gather_into(&self, indices: &[u64], out: &mut [u8]) -> Result<()> {
-        let row = self.info.check_dense_gather(indices, out.len())?;
-        if row == 0 || indices.is_empty() {
-            return Ok(());
-        }
-        let locs = self.locate(indices).await?;
-        for (&i, loc) in indices.iter().zip(&locs) {
-            decode::check_dense_loc(&self.info, i, loc, row as u64)?;
-        }
+        let plan = GatherPlan::dense_into(&self.core, indices, out.len())?;
+        self.fill_dense(&plan, out).await
+    }
+
+    /// Read and decode a Dense plan's rows into `out` as reads complete.
+    async fn fill_dense(&self, plan: &GatherPlan<'_>, out: &mut [u8]) -> Result<()> {
+        let row = plan.row().expect("a Dense plan").max(1);
+        let locs = self.checked_locs(plan).await?;
         let mut parts: Vec<&mut [u8]> = out.chunks_mut(row).collect();
-        self.fetch_decode(indices, &locs, &mut parts).await
+        self.read_decode(plan, &locs, &mut parts).await
     }
 
     /// Gather Dense records into a new batch.
@@ -585,7 +487,7 @@ impl<C: RangeClient> RemoteStore<C> {
     /// # Errors
     /// As [`RemoteStore::gather_into`].
     pub async fn gather(&self, indices: &[u64]) -> Result<DenseBatch> {
-        let mut batch = DenseBatch::new(self.dtype().clone());
+        let mut batch = DenseBatch::new(self.info().dtype().clone());
         self.gather_dense_batch(indices, &mut batch).await?;
         Ok(batch)
     }
@@ -595,28 +497,17 @@ impl<C: RangeClient> RemoteStore<C> {
     /// # Errors
     /// As [`RemoteStore::gather_into`].
     pub async fn gather_dense_batch(&self, indices: &[u64], batch: &mut DenseBatch) -> Result<()> {
-        let row = self.info.dense_row()?;
-        // A big batch is fetched before it is allocated: a hostile schema
-        // alone cannot claim gigabytes.
-        let stored = if indices.len().saturating_mul(row) > decode::PRECHECK_BYTES {
-            self.info.check_indices(indices)?;
-            let locs = self.locate(indices).await?;
-            for (&i, loc) in indices.iter().zip(&locs) {
-                decode::check_dense_loc(&self.info, i, loc, row as u64)?;
-            }
-            Some(self.fetch_checked(indices, &locs).await?)
-        } else {
-            None
-        };
-        batch.data.resize(indices.len() * row);
-        batch.shape.clear();
-        batch.shape.push(indices.len() as u64);
-        batch.shape.extend_from_slice(self.item_shape().unwrap_or(&[]));
-        batch.dtype.clone_from(self.dtype());
-        match stored {
-            Some(stored) => self.decode_stored(indices, &stored, batch.data.as_mut_slice().chunks_mut(row)),
-            None => self.gather_into(indices, batch.data.as_mut_slice()).await,
+        let plan = GatherPlan::dense(&self.core, indices)?;
+        if !plan.checks_first() {
+            plan.size_dense(batch);
+            return self.fill_dense(&plan, batch.data.as_mut_slice()).await;
         }
+        // A big batch is read before it is allocated.
+        let locs = self.checked_locs(&plan).await?;
+        let stored = self.read_checked(&plan, &locs).await?;
+        plan.size_dense(batch);
+        let row = plan.row().expect("a Dense plan").max(1);
+        Self::decode_stored(&plan, &stored, batch.data.as_mut_slice().chunks_mut(row))
     }
 
     /// Gather Ragged records into a new packed batch.
@@ -634,43 +525,26 @@ impl<C: RangeClient> RemoteStore<C> {
     /// # Errors
     /// As [`RemoteStore::gather_ragged`].
     pub async fn gather_ragged_into(&self, indices: &[u64], batch: &mut RaggedBatch) -> Result<()> {
-        if !matches!(self.geometry(), Geometry::Ragged) {
-            return Err(self.invalid("this is a Dense store; use gather"));
-        }
-        self.info.check_indices(indices)?;
-        let locs = self.locate(indices).await?;
-        for (&i, loc) in indices.iter().zip(&locs) {
-            decode::check_record_loc(&self.info, i, loc)?;
-        }
-        // The batch is sized by location fields: fetch first.
-        let stored = self.fetch_checked(indices, &locs).await?;
-        let (slots, total) = decode::ragged_slots(&locs).map_err(|why| self.invalid(&why))?;
+        let plan = GatherPlan::ragged(&self.core, indices)?;
+        let locs = self.checked_locs(&plan).await?;
+        // The batch is sized by location fields: read first.
+        let stored = self.read_checked(&plan, &locs).await?;
+        let mut slots = Vec::with_capacity(locs.len());
+        let total = plan.ragged_slots(&locs, &mut slots)?;
         batch.data.resize(total);
-        self.decode_stored(indices, &stored, decode::slot_parts(batch.data.as_mut_slice(), &slots))?;
-        decode::compact_ragged(&self.info, indices, &slots, batch)
+        Self::decode_stored(&plan, &stored, slot_parts(batch.data.as_mut_slice(), &slots))?;
+        plan.finish_ragged(&slots, batch)
     }
 
-    /// Gather into either kind of batch.
+    /// Gather into a new batch of the store's kind.
     ///
     /// # Errors
-    /// As [`RemoteStore::gather_into`] / [`RemoteStore::gather_ragged`].
-    pub async fn gather_batch_into(&self, indices: &[u64], batch: &mut Batch) -> Result<()> {
-        match self.geometry() {
-            Geometry::Dense { .. } => {
-                if !matches!(batch, Batch::Dense(_)) {
-                    *batch = Batch::Dense(DenseBatch::new(self.dtype().clone()));
-                }
-                let Batch::Dense(b) = batch else { unreachable!("set above") };
-                self.gather_dense_batch(indices, b).await
-            }
-            Geometry::Ragged => {
-                if !matches!(batch, Batch::Ragged(_)) {
-                    *batch = Batch::Ragged(RaggedBatch::default());
-                }
-                let Batch::Ragged(b) = batch else { unreachable!("set above") };
-                self.gather_ragged_into(indices, b).await
-            }
-        }
+    /// As the gathers.
+    pub async fn gather_any(&self, indices: &[u64]) -> Result<Batch> {
+        Ok(match Batch::for_store(self.info()) {
+            Batch::Dense(_) => Batch::Dense(self.gather(indices).await?),
+            Batch::Ragged(_) => Batch::Ragged(self.gather_ragged(indices).await?),
+        })
     }
 
     /// One record: its shape and payload bytes (no shape prefix).
@@ -678,145 +552,8 @@ impl<C: RangeClient> RemoteStore<C> {
     /// # Errors
     /// As the gathers.
     pub async fn get(&self, index: u64) -> Result<(Vec<u64>, AlignedBytes)> {
-        match self.geometry() {
-            Geometry::Dense { item_shape } => {
-                let b = self.gather(&[index]).await?;
-                Ok((item_shape.clone(), b.data))
-            }
-            Geometry::Ragged => {
-                let b = self.gather_ragged(&[index]).await?;
-                let (shape, bytes) = b.record(0);
-                let mut data = AlignedBytes::zeroed(bytes.len());
-                data.as_mut_slice().copy_from_slice(bytes);
-                Ok((shape.to_vec(), data))
-            }
-        }
-    }
-
-    /// Decoded bytes of every record (sum of `logic_length`), reading the
-    /// whole location table page by page.
-    ///
-    /// # Errors
-    /// The request errors of [`RemoteStore::open`].
-    pub async fn logical_bytes(&self) -> Result<u64> {
-        let per_page = LOC_PAGE / LOC_SIZE;
-        let mut total = 0u64;
-        let mut start = 0u64;
-        while start < self.len() {
-            let count = per_page.min(self.len() - start);
-            let indices: Vec<u64> = (start..start + count).collect();
-            total += self.locate(&indices).await?.iter().map(|l| u64::from(l.logic_length)).sum::<u64>();
-            start += count;
-        }
-        Ok(total)
-    }
-}
-
-impl<C: RangeClient> Conn<C> {
-    fn file_url(&self, file: File) -> String {
-        format!("{}{}{}", self.base, file.name(), self.query)
-    }
-
-    /// One ranged GET with retries, judged and checked against what earlier
-    /// answers said about the file. `allow_short` accepts an answer that ends
-    /// early because the file does.
-    /// `data_rules` applies the format's rules on `data.zr`'s size when the
-    /// first data answer tells it.
-    async fn fetch(
-        &self,
-        file: File,
-        range: Range<u64>,
-        allow_short: bool,
-        data_rules: Option<&StoreInfo>,
-    ) -> Result<Ranged> {
-        let url = self.file_url(file);
-        let attempts = self.options.retries + 1;
-        let mut last = String::new();
-        for attempt in 0..attempts {
-            if attempt > 0 {
-                add(&self.counters.retries, 1);
-                let wait = self.options.backoff.saturating_mul(1 << (attempt - 1).min(16));
-                self.client.sleep(wait.min(Duration::from_secs(10))).await;
-            }
-            add(&self.counters.requests, 1);
-            add(&self.counters.per_file[file as usize], 1);
-            let if_match =
-                if self.options.if_match { lock(&self.seen)[file as usize].etag.clone() } else { None };
-            let req = RangeRequest { url: url.clone(), range: range.clone(), if_match };
-            match self.client.get(req.clone()).await {
-                Err(TransportError::Network(why)) => last = why,
-                Err(TransportError::Aborted) => return Err(Error::Cancelled),
-                Err(TransportError::Fatal(why)) => return Err(Error::Remote { url, why }),
-                Ok(resp) => {
-                    add(&self.counters.bytes, resp.body.len() as u64);
-                    match check::judge(&req, resp) {
-                        Ok(got) => return self.accept(file, &req, got, allow_short, data_rules),
-                        Err(Fail::Retry(why)) => last = why,
-                        Err(Fail::Fatal(e)) => return Err(e),
-                    }
-                }
-            }
-        }
-        Err(Error::Remote { url, why: format!("{last} (gave up after {attempts} attempts)") })
-    }
-
-    /// Check an answer against the file's first answer, then its length.
-    fn accept(
-        &self,
-        file: File,
-        req: &RangeRequest,
-        got: Ranged,
-        allow_short: bool,
-        data_rules: Option<&StoreInfo>,
-    ) -> Result<Ranged> {
-        let changed = |why: String| Error::StoreChanged { url: req.url.clone(), why };
-        {
-            let mut seen = lock(&self.seen);
-            let seen = &mut seen[file as usize];
-            match seen.size {
-                Some(size) if size != got.total => {
-                    return Err(changed(format!("{} was {size} bytes, now {}", file.name(), got.total)))
-                }
-                Some(_) => {}
-                None => {
-                    if let (File::Data, Some(info)) = (file, data_rules) {
-                        info.check_data_size(got.total)?;
-                    }
-                    seen.size = Some(got.total);
-                    seen.etag.clone_from(&got.etag);
-                }
-            }
-            if let (Some(was), Some(now)) = (&seen.etag, &got.etag) {
-                if was != now {
-                    return Err(changed(format!("{} had ETag {was}, now {now}", file.name())));
-                }
-            }
-        }
-        let wanted = req.range.end - req.range.start;
-        let ends_at_eof = req.range.start.saturating_add(got.bytes.len() as u64) == got.total;
-        if got.bytes.len() as u64 != wanted && !(allow_short && ends_at_eof) {
-            return Err(Error::Remote {
-                url: req.url.clone(),
-                why: format!(
-                    "asked for bytes {}-{} but the file has only {} bytes",
-                    req.range.start,
-                    req.range.end - 1,
-                    got.total
-                ),
-            });
-        }
-        Ok(got)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn urls() {
-        assert_eq!(split_url("http://h/s"), ("http://h/s/".into(), String::new()));
-        assert_eq!(split_url("http://h/s/"), ("http://h/s/".into(), String::new()));
-        assert_eq!(split_url("http://h/s/meta.zr?sig=1#x"), ("http://h/s/".into(), "?sig=1".into()));
+        let batch = self.gather_any(&[index]).await?;
+        let (shape, bytes) = batch.record(0);
+        Ok((shape.to_vec(), AlignedBytes::copy_of(bytes)))
     }
 }

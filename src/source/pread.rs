@@ -3,7 +3,6 @@
 use super::ByteSource;
 use std::fs::File;
 use std::io;
-use std::os::unix::fs::FileExt;
 
 /// A file read with `pread`; its size is fixed at open (stores are immutable
 /// once published).
@@ -30,6 +29,6 @@ impl ByteSource for PreadSource {
     }
     fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
         super::check_range(self.size, offset, buf.len())?;
-        self.file.read_exact_at(buf, offset)
+        crate::sys::read_exact_at(&self.file, buf, offset)
     }
 }

@@ -9,10 +9,11 @@
 use std::time::Duration;
 use zrecord::format::decode::{zstd_declared_size, ZSTD_MAX_HEADER};
 use zrecord::remote::{
-    block_on, LocalBoxFuture, RangeClient, RangeRequest, RangeResponse, RemoteOptions, RemoteStore,
-    TransportError,
+    block_on, HttpError, HttpGet, HttpRequest, HttpResponse, LocalBoxFuture, RangeRead, RemoteOptions,
+    RemoteStore,
 };
 use zrecord::source::memory::MemorySource;
+use zrecord::Records;
 use zrecord::{Error, Store};
 
 /// Claims above this are read only when the frame's own header declares less:
@@ -81,15 +82,15 @@ fn dense_records(shape: &[u64], bytes: &[u8], n: usize) -> Vec<Record> {
 }
 
 fn read(store: &Store, indices: &[u64]) -> zrecord::Result<Vec<Record>> {
-    match store.item_shape() {
+    match store.info().item_shape() {
         Some(shape) => Ok(dense_records(shape, store.gather(indices)?.bytes(), indices.len())),
         None => Ok(store.gather_ragged(indices)?.iter().map(|(s, b)| (s.to_vec(), b.to_vec())).collect()),
     }
 }
 
-fn read_remote<C: RangeClient>(store: &RemoteStore<C>, indices: &[u64]) -> zrecord::Result<Vec<Record>> {
+fn read_remote<C: RangeRead>(store: &RemoteStore<C>, indices: &[u64]) -> zrecord::Result<Vec<Record>> {
     block_on(async {
-        match store.item_shape() {
+        match store.info().item_shape() {
             Some(shape) => Ok(dense_records(shape, store.gather(indices).await?.bytes(), indices.len())),
             None => Ok(store
                 .gather_ragged(indices)
@@ -104,7 +105,7 @@ fn read_remote<C: RangeClient>(store: &RemoteStore<C>, indices: &[u64]) -> zreco
 /// Whether record `i` is a claim this harness leaves alone (see [`BIG_CLAIM`]).
 fn consistent_big_claim(store: &Store, data: &[u8], i: u64) -> bool {
     let Ok(loc) = store.loc(i) else { return false };
-    if !store.codec().is_compressed() || u64::from(loc.logic_length) <= BIG_CLAIM {
+    if !store.info().codec().is_compressed() || u64::from(loc.logic_length) <= BIG_CLAIM {
         return false;
     }
     let start = loc.offset as usize;
@@ -119,8 +120,8 @@ pub struct MemoryServer {
     pub files: Files,
 }
 
-impl RangeClient for MemoryServer {
-    fn get(&self, req: RangeRequest) -> LocalBoxFuture<'_, Result<RangeResponse, TransportError>> {
+impl HttpGet for MemoryServer {
+    fn get(&self, req: HttpRequest) -> LocalBoxFuture<'_, Result<HttpResponse, HttpError>> {
         let (meta, data, dict) = &self.files;
         let file = match req.url.rsplit('/').next() {
             Some("meta.zr") => Some(meta),
@@ -129,15 +130,15 @@ impl RangeClient for MemoryServer {
             _ => None,
         };
         let response = match file {
-            None => RangeResponse { status: 404, ..Default::default() },
-            Some(f) if req.range.start >= f.len() as u64 => RangeResponse {
+            None => HttpResponse { status: 404, ..Default::default() },
+            Some(f) if req.range.start >= f.len() as u64 => HttpResponse {
                 status: 416,
                 content_range: Some(format!("bytes */{}", f.len())),
                 ..Default::default()
             },
             Some(f) => {
                 let end = req.range.end.min(f.len() as u64);
-                RangeResponse {
+                HttpResponse {
                     status: 206,
                     content_range: Some(format!("bytes {}-{}/{}", req.range.start, end - 1, f.len())),
                     etag: Some("\"fuzz\"".into()),
@@ -179,7 +180,8 @@ pub fn exercise_remote(files: &Files) -> Result<(), String> {
         Box::new(MemorySource::new(data.clone())),
         seen_dict,
     );
-    let remote = block_on(RemoteStore::open(MemoryServer { files: files.clone() }, URL, remote_options()));
+    let remote =
+        block_on(RemoteStore::open_http(MemoryServer { files: files.clone() }, URL, remote_options()));
     let (local, remote) = match (local, remote) {
         (_, Err(e)) => return typed(&e, "remote open"),
         (Ok(l), Ok(r)) => (Some(l), r),
@@ -187,11 +189,11 @@ pub fn exercise_remote(files: &Files) -> Result<(), String> {
             Error::BadFormat { check, .. } if check.contains("data.zr") => (None, r),
             // An empty header over a non-empty data.zr (and a meta.zr with
             // no locations) shows only in data.zr's size.
-            Error::Unpublished { .. } if r.is_empty() => return Ok(()),
+            Error::Unpublished { .. } if r.info().is_empty() => return Ok(()),
             _ => return Err(format!("the remote reader opened a store the local one refuses: {e}")),
         },
     };
-    let n = remote.len();
+    let n = remote.info().len();
     if let Some(l) = &local {
         if l.len() != n || l.info().header != remote.info().header {
             return Err("local and remote readers disagree on the header".into());
@@ -211,7 +213,7 @@ pub fn exercise_remote(files: &Files) -> Result<(), String> {
 
 /// One read through both readers; `None` for the local one means every
 /// remote read of records must fail.
-fn compare<C: RangeClient>(
+fn compare<C: RangeRead>(
     local: Option<&Store>,
     remote: &RemoteStore<C>,
     indices: &[u64],
@@ -256,7 +258,7 @@ pub fn exercise((meta, data, dict): Files) -> Result<Reach, String> {
         Err(e) => return typed(&e, "open").map(|()| reach),
     };
     reach.opened = true;
-    let n = store.len();
+    let n = store.info().len();
     let mut singles: Vec<Option<Record>> = Vec::new();
     let mut claimed = 0u64;
     for i in 0..n {

@@ -1,10 +1,11 @@
-//! The JavaScript API (wasm-bindgen), and the browser transports.
+//! The JavaScript API (wasm-bindgen); the browser transports live beside it.
 //!
 //! The only module that knows about JavaScript: `Store` (open by URL or from
-//! local `File`s, gather, get, locs, stats), a `fetch` transport and a `Blob`
-//! transport for the same [`RangeClient`] trait the native reader uses, and
-//! the conversion of errors into JS `Error`s. Everything it serves comes from
-//! the shared async driver in [`crate::remote`].
+//! local `File`s, gather, get, locs, stats) and the conversion of errors
+//! into JS `Error`s. Its transports sit beside it: `fetch` as an HTTP client
+//! under [`crate::remote::HttpRanges`], and local `Blob`s as a plain range
+//! read. Everything it serves comes from the shared async driver in
+//! [`crate::remote`].
 //!
 //! ```js
 //! import init, { Store } from "./pkg/zrecord.js";
@@ -13,258 +14,26 @@
 //! const { data, shape } = await store.gather([3, 1, 4]);   // Float32Array, [3, ...itemShape]
 //! ```
 
-use crate::format::{ByteOrder, DType, Geometry, Kind};
-use crate::remote::{
-    cancellable, cors_hint, LocalBoxFuture, RangeClient, RangeRequest, RangeResponse, RemoteOptions,
-    RemoteStore, TransportError,
-};
+mod blob;
+mod fetch;
+mod js;
+
+use crate::format::{ByteOrder, DType, Geometry, Kind, StoreFile};
+use crate::remote::{cancellable, HttpRanges, RangeRead, RemoteOptions, RemoteStore, Retry};
 use crate::Error;
+use blob::BlobFiles;
+use fetch::FetchClient;
+use js::{aborted, global_fn, invalid, js_error};
 use js_sys::{Array, Function, Object, Promise, Reflect, Uint8Array};
 use std::future::Future;
 use std::rc::Rc;
 use std::time::Duration;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
-use wasm_bindgen_futures::{future_to_promise, JsFuture};
-use web_sys::{AbortController, AbortSignal, AddEventListenerOptions, Blob, Headers, RequestInit};
+use wasm_bindgen_futures::future_to_promise;
+use web_sys::{AbortSignal, Blob, Headers};
 
-type Shared = Rc<RemoteStore<Box<dyn RangeClient>>>;
-
-/// A JS `Error` with the message of `e` and a `code` naming its kind
-/// (`NotFound`, `Remote`, `StoreChanged`, `BadFormat`, `Cancelled`, ...).
-fn js_error(e: Error) -> JsValue {
-    let code = format!("{e:?}");
-    let code = code.split(|c: char| !c.is_alphanumeric()).next().unwrap_or("Error").to_string();
-    let err: JsValue = JsError::new(&e.to_string()).into();
-    let _ = Reflect::set(&err, &"code".into(), &code.into());
-    err
-}
-
-fn invalid(why: impl Into<String>) -> JsValue {
-    js_error(Error::InvalidArgument { store: String::new(), why: why.into() })
-}
-
-/// Text of a thrown JS value (an Error's message, or its string form).
-fn describe(v: &JsValue) -> String {
-    if let Some(e) = v.dyn_ref::<js_sys::Error>() {
-        let msg = String::from(e.message());
-        let cause = Reflect::get(e, &"cause".into())
-            .ok()
-            .filter(|c| !c.is_undefined() && !c.is_null())
-            .map(|c| format!(" ({})", describe(&c)))
-            .unwrap_or_default();
-        return format!("{}: {msg}{cause}", String::from(e.name()));
-    }
-    v.as_string().unwrap_or_else(|| format!("{v:?}"))
-}
-
-fn global_fn(name: &str) -> Result<Function, JsValue> {
-    Reflect::get(&js_sys::global(), &name.into())?
-        .dyn_into::<Function>()
-        .map_err(|_| invalid(format!("this JavaScript environment has no global {name}()")))
-}
-
-/// A promise resolved after `ms` milliseconds (no Rust closure is kept alive).
-fn sleep_ms(ms: f64) -> LocalBoxFuture<'static, ()> {
-    Box::pin(async move {
-        let Ok(set_timeout) = global_fn("setTimeout") else {
-            return;
-        };
-        let p = Promise::new(&mut |resolve, _| {
-            let _ = set_timeout.call2(&JsValue::NULL, &resolve, &ms.into());
-        });
-        let _ = JsFuture::from(p).await;
-    })
-}
-
-/// Resolves when `signal` aborts (never, without a signal).
-async fn aborted(signal: Option<AbortSignal>) {
-    let Some(signal) = signal else {
-        return std::future::pending().await;
-    };
-    if signal.aborted() {
-        return;
-    }
-    let p = Promise::new(&mut |resolve, _| {
-        let opts = AddEventListenerOptions::new();
-        opts.set_once(true);
-        let _ =
-            signal.add_event_listener_with_callback_and_add_event_listener_options("abort", &resolve, &opts);
-    });
-    let _ = JsFuture::from(p).await;
-}
-
-/// Aborts a fetch whose future is dropped before it finished.
-struct AbortOnDrop(Option<AbortController>);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        if let Some(c) = self.0.take() {
-            c.abort();
-        }
-    }
-}
-
-/// `fetch` (the global one, or the caller's) as a [`RangeClient`].
-struct FetchClient {
-    fetch: Function,
-    headers: Vec<(String, String)>,
-    timeout_ms: Option<f64>,
-}
-
-impl FetchClient {
-    async fn send(&self, req: RangeRequest) -> Result<RangeResponse, TransportError> {
-        let fatal = |e: JsValue| TransportError::Fatal(describe(&e));
-        let controller = AbortController::new().map_err(fatal)?;
-        let mut guard = AbortOnDrop(Some(controller.clone()));
-        let headers = Headers::new().map_err(fatal)?;
-        for (k, v) in &self.headers {
-            headers.set(k, v).map_err(fatal)?;
-        }
-        headers.set("Range", &req.range_header()).map_err(fatal)?;
-        if let Some(tag) = &req.if_match {
-            headers.set("If-Match", tag).map_err(fatal)?;
-        }
-        let init = RequestInit::new();
-        init.set_method("GET");
-        init.set_headers(&headers);
-        init.set_signal(Some(&controller.signal()));
-        // A timer that aborts the request: the bound `abort` is a JS function,
-        // so nothing leaks when the timer is cleared.
-        let timer = match self.timeout_ms {
-            Some(ms) => {
-                let abort: Function =
-                    Reflect::get(&controller, &"abort".into()).map_err(fatal)?.unchecked_into();
-                let abort = abort.bind0(&controller);
-                Some(
-                    global_fn("setTimeout")
-                        .map_err(fatal)?
-                        .call2(&JsValue::NULL, &abort, &ms.into())
-                        .map_err(fatal)?,
-                )
-            }
-            None => None,
-        };
-        let out = self.exchange(&req, &init).await;
-        if let Some(timer) = timer {
-            if let Ok(clear) = global_fn("clearTimeout") {
-                let _ = clear.call1(&JsValue::NULL, &timer);
-            }
-        }
-        guard.0 = None;
-        out.map_err(|e| match e {
-            TransportError::Network(why) if controller.signal().aborted() => TransportError::Network(
-                format!("no answer within {} ms ({why})", self.timeout_ms.unwrap_or_default()),
-            ),
-            e => e,
-        })
-    }
-
-    async fn exchange(
-        &self,
-        req: &RangeRequest,
-        init: &RequestInit,
-    ) -> Result<RangeResponse, TransportError> {
-        let network = |e: JsValue| {
-            TransportError::Network(format!(
-                "network error ({}); if the store is on another origin than the page, CORS \
-                 may be the cause: {}",
-                describe(&e),
-                cors_hint()
-            ))
-        };
-        let promise = self
-            .fetch
-            .call2(&JsValue::NULL, &JsValue::from_str(&req.url), init)
-            .map_err(|e| TransportError::Fatal(format!("fetch threw: {}", describe(&e))))?;
-        let promise: Promise =
-            promise.dyn_into().map_err(|_| TransportError::Fatal("fetch did not return a Promise".into()))?;
-        let resp: web_sys::Response = JsFuture::from(promise)
-            .await
-            .map_err(network)?
-            .dyn_into()
-            .map_err(|_| TransportError::Fatal("fetch did not resolve to a Response".into()))?;
-        let h = resp.headers();
-        let header = |name: &str| h.get(name).ok().flatten();
-        let mut out = RangeResponse {
-            status: resp.status(),
-            content_range: header("content-range"),
-            content_encoding: header("content-encoding"),
-            etag: header("etag"),
-            body: Vec::new(),
-        };
-        if out.status == 206 {
-            let limit = req.body_limit();
-            let declared = header("content-length").and_then(|v| v.trim().parse::<u64>().ok());
-            if declared.is_some_and(|n| n > limit) {
-                // Too long to be what was asked for: do not read it.
-                out.body = vec![0; limit as usize];
-                return Ok(out);
-            }
-            let buf = resp.array_buffer().map_err(|e| TransportError::Fatal(describe(&e)))?;
-            let buf = JsFuture::from(buf).await.map_err(network)?;
-            let bytes = Uint8Array::new(&buf);
-            let n = u64::from(bytes.length()).min(limit) as u32;
-            out.body = bytes.subarray(0, n).to_vec();
-        }
-        Ok(out)
-    }
-}
-
-impl RangeClient for FetchClient {
-    fn get(&self, req: RangeRequest) -> LocalBoxFuture<'_, Result<RangeResponse, TransportError>> {
-        Box::pin(self.send(req))
-    }
-    fn sleep(&self, duration: Duration) -> LocalBoxFuture<'_, ()> {
-        sleep_ms(duration.as_secs_f64() * 1000.0)
-    }
-}
-
-/// Local files (`File`/`Blob`, e.g. a directory picked with
-/// `<input type=file webkitdirectory>`) as a [`RangeClient`]: answers as a
-/// well-behaved server would, so the driver treats them like any store.
-struct BlobClient {
-    files: Vec<(String, Blob)>,
-}
-
-impl BlobClient {
-    async fn read(&self, req: RangeRequest) -> Result<RangeResponse, TransportError> {
-        let name = req.url.rsplit('/').next().unwrap_or_default();
-        let Some((_, blob)) = self.files.iter().find(|(n, _)| n == name) else {
-            return Ok(RangeResponse { status: 404, ..Default::default() });
-        };
-        let total = blob.size() as u64;
-        if req.range.start >= total {
-            return Ok(RangeResponse {
-                status: 416,
-                content_range: Some(format!("bytes */{total}")),
-                ..Default::default()
-            });
-        }
-        let end = req.range.end.min(total);
-        let part = blob
-            .slice_with_f64_and_f64(req.range.start as f64, end as f64)
-            .map_err(|e| TransportError::Fatal(describe(&e)))?;
-        let buf = JsFuture::from(part.array_buffer())
-            .await
-            .map_err(|e| TransportError::Fatal(format!("reading {name}: {}", describe(&e))))?;
-        Ok(RangeResponse {
-            status: 206,
-            content_range: Some(format!("bytes {}-{}/{total}", req.range.start, end - 1)),
-            body: Uint8Array::new(&buf).to_vec(),
-            ..Default::default()
-        })
-    }
-}
-
-impl RangeClient for BlobClient {
-    fn get(&self, req: RangeRequest) -> LocalBoxFuture<'_, Result<RangeResponse, TransportError>> {
-        Box::pin(self.read(req))
-    }
-    fn sleep(&self, duration: Duration) -> LocalBoxFuture<'_, ()> {
-        sleep_ms(duration.as_secs_f64() * 1000.0)
-    }
-}
+type Shared = Rc<RemoteStore<Box<dyn RangeRead>>>;
 
 fn get(obj: &JsValue, key: &str) -> Option<JsValue> {
     if obj.is_undefined() || obj.is_null() {
@@ -534,10 +303,14 @@ where
     future_to_promise(async move { cancellable(work, aborted(signal)).await.map_err(js_error) })
 }
 
-async fn open_with(client: Box<dyn RangeClient>, url: &str, options: &JsValue) -> Result<JsStore, JsValue> {
+async fn open_with(
+    transport: impl FnOnce(&RemoteOptions) -> Box<dyn RangeRead>,
+    options: &JsValue,
+) -> Result<JsStore, JsValue> {
     let opts = remote_options(options)?;
     let signal = signal_of(options)?;
-    let store = cancellable(RemoteStore::open(client, url, opts), aborted(signal)).await.map_err(js_error)?;
+    let transport = transport(&opts);
+    let store = cancellable(RemoteStore::open(transport, opts), aborted(signal)).await.map_err(js_error)?;
     Ok(JsStore { inner: Rc::new(store) })
 }
 
@@ -562,7 +335,11 @@ impl JsStore {
             headers: extra_headers(&options)?,
             timeout_ms: Some(number(&options, "timeoutMs")?.unwrap_or(30_000.0)).filter(|&ms| ms > 0.0),
         };
-        open_with(Box::new(client), &url, &options).await
+        let http = |o: &RemoteOptions| {
+            let retry = Retry { retries: o.retries, backoff: o.backoff };
+            Box::new(HttpRanges::new(client, &url, retry)) as Box<dyn RangeRead>
+        };
+        open_with(http, &options).await
     }
 
     /// Open a store from local files: a `FileList` or an Array of `File`s
@@ -575,7 +352,7 @@ impl JsStore {
         #[wasm_bindgen(unchecked_optional_param_type = "OpenOptions")] options: Option<JsValue>,
     ) -> Result<JsStore, JsValue> {
         let options = options.unwrap_or(JsValue::UNDEFINED);
-        let mut named: Vec<(String, Blob)> = Vec::new();
+        let mut named: Vec<(StoreFile, Blob)> = Vec::new();
         let mut dir = String::new();
         if files.is_instance_of::<web_sys::FileList>() || Array::is_array(&files) {
             let iter = js_sys::try_iter(&files)?.ok_or_else(|| invalid("not a list of files"))?;
@@ -583,57 +360,60 @@ impl JsStore {
                 let f = f?;
                 let file: web_sys::File =
                     f.dyn_into().map_err(|_| invalid("openFiles expects File objects"))?;
-                let name = file.name();
+                let name = StoreFile::from_name(&file.name());
                 if let Some(rel) = get(&file, "webkitRelativePath").and_then(|v| v.as_string()) {
                     if let Some((d, _)) = rel.rsplit_once('/') {
                         dir = d.to_string();
                     }
                 }
-                named.push((name, file.into()));
+                if let Some(name) = name {
+                    named.push((name, file.into()));
+                }
             }
         } else {
-            for (key, name) in [("meta", "meta.zr"), ("data", "data.zr"), ("dict", "dict.zr")] {
+            for (key, name) in
+                [("meta", StoreFile::Meta), ("data", StoreFile::Data), ("dict", StoreFile::Dict)]
+            {
                 if let Some(b) = get(&files, key) {
                     let blob: Blob =
                         b.dyn_into().map_err(|_| invalid(format!("files.{key} must be a Blob or File")))?;
-                    named.push((name.to_string(), blob));
+                    named.push((name, blob));
                 }
             }
         }
-        named.retain(|(n, _)| matches!(n.as_str(), "meta.zr" | "data.zr" | "dict.zr"));
-        let url = format!("local:{}/", if dir.is_empty() { "files" } else { dir.as_str() });
-        open_with(Box::new(BlobClient { files: named }), &url, &options).await
+        let name = format!("local:{}/", if dir.is_empty() { "files" } else { dir.as_str() });
+        open_with(|_| Box::new(BlobFiles { name, files: named }), &options).await
     }
 
     /// Number of records.
     #[wasm_bindgen(getter)]
     pub fn len(&self) -> f64 {
-        self.inner.len() as f64
+        self.inner.info().len() as f64
     }
     /// `"dense"` or `"ragged"`.
     #[wasm_bindgen(getter)]
     pub fn kind(&self) -> String {
-        kind_name(self.inner.geometry()).into()
+        kind_name(self.inner.info().geometry()).into()
     }
     /// NumPy dtype string, e.g. `"<f4"`.
     #[wasm_bindgen(getter)]
     pub fn dtype(&self) -> String {
-        self.inner.dtype().as_str().into()
+        self.inner.info().dtype().as_str().into()
     }
     /// `item_shape` of a Dense store (Array of numbers), `null` for Ragged.
     #[wasm_bindgen(getter, js_name = itemShape, unchecked_return_type = "number[] | null")]
     pub fn item_shape(&self) -> JsValue {
-        self.inner.item_shape().map_or(JsValue::NULL, |s| shape_array(s).into())
+        self.inner.info().item_shape().map_or(JsValue::NULL, |s| shape_array(s).into())
     }
     /// `"raw"`, `"zstd"` or `"zstd_dict"`.
     #[wasm_bindgen(getter)]
     pub fn codec(&self) -> String {
-        self.inner.codec().name().into()
+        self.inner.info().codec().name().into()
     }
     /// The store's directory URL (`local:NAME/` for local files).
     #[wasm_bindgen(getter)]
     pub fn url(&self) -> String {
-        self.inner.url().into()
+        self.inner.info().name.clone()
     }
 
     /// File sizes `{meta, data, dict}` (`data` is `null` until a record was
@@ -652,17 +432,17 @@ impl JsStore {
     /// codec, tailOffset, schemaLength, schema (Uint8Array), fileSizes}`.
     #[wasm_bindgen(unchecked_return_type = "StoreInfo")]
     pub fn info(&self) -> Object {
-        let s = &self.inner;
+        let s = self.inner.info();
         let o = Object::new();
-        set(&o, "url", s.url());
+        set(&o, "url", s.name.as_str());
         set(&o, "len", s.len() as f64);
         set(&o, "kind", kind_name(s.geometry()));
         set(&o, "dtype", s.dtype().as_str());
         set(&o, "itemShape", self.item_shape());
         set(&o, "codec", s.codec().name());
-        set(&o, "tailOffset", s.info().header.tail_offset as f64);
-        set(&o, "schemaLength", s.info().header.schema_length);
-        set(&o, "schema", Uint8Array::from(s.schema_bytes()));
+        set(&o, "tailOffset", s.header.tail_offset as f64);
+        set(&o, "schemaLength", s.header.schema_length);
+        set(&o, "schema", Uint8Array::from(s.schema_bytes.as_slice()));
         set(&o, "fileSizes", self.file_sizes());
         o
     }
@@ -726,9 +506,9 @@ impl JsStore {
         run(&options, async move {
             let (shape, bytes) = store.get(index).await?;
             let o = Object::new();
-            set(&o, "data", typed_array(store.dtype(), bytes.as_slice()));
+            set(&o, "data", typed_array(store.info().dtype(), bytes.as_slice()));
             set(&o, "shape", shape_array(&shape));
-            set(&o, "dtype", store.dtype().as_str());
+            set(&o, "dtype", store.info().dtype().as_str());
             Ok(o.into())
         })
     }
@@ -764,10 +544,10 @@ impl JsStore {
 }
 
 async fn gather_js(store: &Shared, indices: &[u64]) -> Result<JsValue, Error> {
-    let dtype = store.dtype();
+    let dtype = store.info().dtype();
     let o = Object::new();
     set(&o, "dtype", dtype.as_str());
-    match store.geometry() {
+    match store.info().geometry() {
         Geometry::Dense { .. } => {
             let batch = store.gather(indices).await?;
             set(&o, "data", typed_array(dtype, batch.bytes()));

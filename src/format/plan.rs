@@ -1,0 +1,236 @@
+//! A gather, planned without I/O, in the style of parquet's push decoder:
+//! the plan says which bytes it needs (location entries, frame headers,
+//! record ranges merged by the caller's policy), checks what the driver
+//! brings back, sizes the batch, and decodes each record into its place.
+//!
+//! Drivers only fetch: the native reader walks the plan over mmap or pread
+//! across threads, the async reader over ranged requests. Every rule of a
+//! gather lives here, once.
+//!
+//! A gather runs these steps:
+//! 1. [`GatherPlan::dense`] / [`GatherPlan::ragged`] check the arguments;
+//! 2. the driver reads each record's location ([`GatherPlan::loc_range`])
+//!    and has [`GatherPlan::check_loc`] judge it;
+//! 3. when [`GatherPlan::checks_first`], every location is checked, and every
+//!    big frame's header ([`GatherPlan::frame_head`]) too, *before* the batch
+//!    is sized: a hostile length field never sizes an allocation;
+//! 4. [`GatherPlan::size_dense`] / [`GatherPlan::ragged_slots`] size the batch;
+//! 5. the driver reads the records ([`GatherPlan::reads`] merges them) and
+//!    [`GatherPlan::decode`] decodes record `k` into its part of the batch;
+//! 6. [`GatherPlan::finish_ragged`] packs a Ragged batch.
+
+use super::coalesce::{Merge, Reads};
+use super::decode::{self, MAX_ZSTD_EXPANSION, PRECHECK_BYTES, ZSTD_MAX_HEADER};
+use super::store_core::StoreCore;
+use super::{Geometry, RecordLoc, StoreInfo, LOC_SIZE};
+use crate::batch::{DenseBatch, RaggedBatch};
+use crate::{Error, Result};
+use std::ops::Range;
+
+/// One gather of `indices` from a store, planned.
+#[derive(Clone, Copy, Debug)]
+pub struct GatherPlan<'a> {
+    core: &'a StoreCore,
+    indices: &'a [u64],
+    /// Bytes of a Dense row; `None` for a Ragged gather.
+    row: Option<usize>,
+}
+
+impl<'a> GatherPlan<'a> {
+    /// A Dense gather into a new or reused batch.
+    ///
+    /// # Errors
+    /// `InvalidArgument` for a Ragged store, `IndexOutOfRange`.
+    pub fn dense(core: &'a StoreCore, indices: &'a [u64]) -> Result<Self> {
+        let row = core.info().dense_row()?;
+        core.info().check_indices(indices)?;
+        Ok(GatherPlan { core, indices, row: Some(row) })
+    }
+
+    /// A Dense gather into the caller's buffer of `out_len` bytes.
+    ///
+    /// # Errors
+    /// As [`GatherPlan::dense`], and `InvalidArgument` for a buffer that is
+    /// not exactly `indices.len()` rows.
+    pub fn dense_into(core: &'a StoreCore, indices: &'a [u64], out_len: usize) -> Result<Self> {
+        let row = core.info().check_dense_gather(indices, out_len)?;
+        Ok(GatherPlan { core, indices, row: Some(row) })
+    }
+
+    /// A Ragged gather.
+    ///
+    /// # Errors
+    /// `InvalidArgument` for a Dense store, `IndexOutOfRange`.
+    pub fn ragged(core: &'a StoreCore, indices: &'a [u64]) -> Result<Self> {
+        let info = core.info();
+        if !matches!(info.geometry(), Geometry::Ragged) {
+            return Err(Error::InvalidArgument {
+                store: info.name.clone(),
+                why: "this is a Dense store; use gather".into(),
+            });
+        }
+        info.check_indices(indices)?;
+        Ok(GatherPlan { core, indices, row: None })
+    }
+
+    /// The store's description.
+    pub fn info(&self) -> &'a StoreInfo {
+        self.core.info()
+    }
+    /// The indices gathered, in output order.
+    pub fn indices(&self) -> &'a [u64] {
+        self.indices
+    }
+    /// Number of records gathered.
+    pub fn len(&self) -> usize {
+        self.indices.len()
+    }
+    /// Whether the gather is of no records.
+    pub fn is_empty(&self) -> bool {
+        self.indices.is_empty()
+    }
+    /// Bytes of a Dense row (`None` for Ragged).
+    pub fn row(&self) -> Option<usize> {
+        self.row
+    }
+
+    /// The bytes of `meta.zr` holding record `k`'s location.
+    pub fn loc_range(&self, k: usize) -> Range<u64> {
+        let at = RecordLoc::position(self.indices[k]);
+        at..at + LOC_SIZE
+    }
+
+    /// Whether every location (and big frames' headers) must be checked
+    /// before the batch is sized: a Ragged batch is sized by its locations,
+    /// and a big Dense batch is only allocated once its records are known to
+    /// hold that much, so a hostile schema cannot claim gigabytes.
+    pub fn checks_first(&self) -> bool {
+        self.row.is_none_or(|row| self.indices.len().saturating_mul(row) > PRECHECK_BYTES)
+    }
+
+    /// Check record `k`'s location: the format's rules, that its stored bytes
+    /// can decode to that many bytes at all, and a Dense row's width.
+    ///
+    /// # Errors
+    /// `BadFormat` for a broken rule, `CorruptRecord` for an impossible size.
+    #[inline]
+    pub fn check_loc(&self, k: usize, loc: &RecordLoc) -> Result<()> {
+        let info = self.info();
+        let index = self.indices[k];
+        match self.row {
+            // The hot path: a handful of compares that build no error.
+            Some(row)
+                if loc.is_valid_row(info.codec(), info.header.tail_offset, row as u64)
+                    && (!info.codec().is_compressed()
+                        || u64::from(loc.logic_length)
+                            <= u64::from(loc.phys_length) * MAX_ZSTD_EXPANSION) =>
+            {
+                Ok(())
+            }
+            Some(row) => decode::check_dense_loc(info, index, loc, row as u64),
+            None => decode::check_record_loc(info, index, loc),
+        }
+    }
+
+    /// Check every location, in order (see [`GatherPlan::check_loc`]).
+    ///
+    /// # Errors
+    /// The first failed check.
+    pub fn check_locs(&self, locs: &[RecordLoc]) -> Result<()> {
+        locs.iter().enumerate().try_for_each(|(k, loc)| self.check_loc(k, loc))
+    }
+
+    /// The bytes of `data.zr` whose zstd frame header must declare `loc`'s
+    /// size before a buffer is sized by it (compressed records claiming over
+    /// 1 MiB); `None` for any other record.
+    pub fn frame_head(&self, loc: &RecordLoc) -> Option<Range<u64>> {
+        decode::is_big_claim(self.info(), loc)
+            .then(|| loc.offset..loc.offset + u64::from(loc.phys_length).min(ZSTD_MAX_HEADER as u64))
+    }
+
+    /// Check record `k`'s frame header when [`GatherPlan::frame_head`] asks
+    /// for it; `stored` starts at the record (its head, or all of it).
+    ///
+    /// # Errors
+    /// `CorruptRecord` when the frame declares another size.
+    pub fn check_frame_head(&self, k: usize, loc: &RecordLoc, stored: &[u8]) -> Result<()> {
+        if !decode::is_big_claim(self.info(), loc) {
+            return Ok(());
+        }
+        let head = &stored[..stored.len().min(ZSTD_MAX_HEADER)];
+        decode::check_frame_header(self.info(), self.indices[k], loc, head)
+    }
+
+    /// The reads that fetch every record at `locs`, neighbours merged by `merge`.
+    pub fn reads(&self, locs: &[RecordLoc], merge: Merge) -> Reads {
+        Reads::new(locs.iter().map(|l| l.offset..l.end()).collect(), merge)
+    }
+
+    /// Size a Dense batch for this gather: its buffer (reused when large
+    /// enough), shape `(n, *item_shape)` and dtype.
+    ///
+    /// # Panics
+    /// On a Ragged plan.
+    pub fn size_dense(&self, batch: &mut DenseBatch) {
+        let row = self.row.expect("a Dense plan");
+        let info = self.info();
+        batch.data.resize(self.indices.len() * row);
+        batch.shape.clear();
+        batch.shape.push(self.indices.len() as u64);
+        batch.shape.extend_from_slice(info.item_shape().unwrap_or(&[]));
+        batch.dtype.clone_from(info.dtype());
+    }
+
+    /// Where each record of a Ragged gather decodes before [`GatherPlan::finish_ragged`]
+    /// packs them (`slots`, cleared first), and the buffer size they need.
+    /// Call only with checked locations.
+    ///
+    /// # Errors
+    /// `InvalidArgument` for a batch larger than the address space.
+    pub fn ragged_slots(&self, locs: &[RecordLoc], slots: &mut Vec<Range<usize>>) -> Result<usize> {
+        decode::ragged_slots_into(locs, slots)
+            .map_err(|why| Error::InvalidArgument { store: self.info().name.clone(), why })
+    }
+
+    /// Decode record `k`'s stored bytes (`src`, its `phys_length` bytes) into
+    /// `dst` (its `logic_length` bytes).
+    ///
+    /// # Errors
+    /// `CorruptRecord` when the frame fails or decodes to another size.
+    #[inline]
+    pub fn decode(&self, k: usize, src: &[u8], dst: &mut [u8]) -> Result<()> {
+        decode::decode_record(self.info(), self.indices[k], self.core.dict(), src, dst)
+    }
+
+    /// Pack a Ragged batch whose records were decoded into their `slots`:
+    /// parse each shape prefix and move each payload to its aligned place.
+    ///
+    /// # Errors
+    /// `CorruptRecord` for a prefix that does not fit its record.
+    pub fn finish_ragged(&self, slots: &[Range<usize>], batch: &mut RaggedBatch) -> Result<()> {
+        decode::compact_ragged(self.info(), self.indices, slots, batch)
+    }
+
+    /// Start packing a Ragged batch record by record with
+    /// [`GatherPlan::place_ragged`] (for records already in memory, raw).
+    pub fn begin_ragged(&self, batch: &mut RaggedBatch) {
+        decode::begin_ragged(batch);
+    }
+
+    /// Place record `k` (its decoded bytes, shape prefix first) in a packed
+    /// batch at or after `*at`: returns the prefix length and the payload's
+    /// span; the caller copies the payload there.
+    ///
+    /// # Errors
+    /// `CorruptRecord` for a prefix that does not fit its record.
+    #[inline]
+    pub fn place_ragged(
+        &self,
+        k: usize,
+        record: &[u8],
+        at: &mut usize,
+        batch: &mut RaggedBatch,
+    ) -> Result<(usize, Range<usize>)> {
+        decode::place_ragged(self.info(), self.indices[k], record, at, batch)
+    }
+}

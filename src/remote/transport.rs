@@ -1,0 +1,105 @@
+//! The pluggable I/O edge of the remote reader: a plain range read.
+//!
+//! A transport reads bytes of one of a store's files and says how large the
+//! file is and which version it read (an ETag). It knows nothing about the
+//! format. HTTP servers plug in through [`super::HttpRanges`], which owns
+//! every check of an HTTP answer; a browser `Blob`, a local file or an
+//! object-store client implement this trait directly.
+//!
+//! Futures are boxed without `Send`: in the browser they hold JavaScript
+//! values, and the native driver runs them on the calling thread.
+
+use crate::format::StoreFile;
+use crate::Result;
+use std::future::Future;
+use std::ops::Range;
+use std::pin::Pin;
+
+/// A boxed future that need not be `Send` (browser futures are not).
+pub type LocalBoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + 'a>>;
+
+/// One range read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReadRequest {
+    /// Which file.
+    pub file: StoreFile,
+    /// Bytes wanted; never empty.
+    pub range: Range<u64>,
+    /// Read only this version of the file (an ETag seen before), when the
+    /// transport can make the server check it (see `RemoteOptions::if_match`).
+    pub if_version: Option<String>,
+}
+
+/// What a read returned.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Ranged {
+    /// The bytes from the requested start: all of them, or fewer only where
+    /// the file ends (`start + len == total`); none when the range starts at
+    /// or past the end.
+    pub bytes: Vec<u8>,
+    /// Size of the whole file.
+    pub total: u64,
+    /// The file's version (an ETag), when the transport knows one.
+    pub version: Option<String>,
+}
+
+/// Where a remote store's bytes come from.
+///
+/// ```
+/// use zrecord::format::StoreFile;
+/// use zrecord::remote::{LocalBoxFuture, RangeRead, Ranged, ReadRequest};
+///
+/// /// One store's files in memory.
+/// struct InMemory([Vec<u8>; 3]);
+///
+/// impl RangeRead for InMemory {
+///     fn read(&self, req: ReadRequest) -> LocalBoxFuture<'_, zrecord::Result<Ranged>> {
+///         let file = &self.0[req.file as usize];
+///         let total = file.len() as u64;
+///         let (start, end) = (req.range.start.min(total), req.range.end.min(total));
+///         let bytes = file[start as usize..end as usize].to_vec();
+///         Box::pin(async move { Ok(Ranged { bytes, total, version: None }) })
+///     }
+///     fn locate(&self, file: StoreFile) -> String {
+///         format!("memory:{file}")
+///     }
+///     fn name(&self) -> String {
+///         "memory:".into()
+///     }
+/// }
+/// ```
+pub trait RangeRead {
+    /// Read `req.range` of `req.file`.
+    ///
+    /// # Errors
+    /// `NotFound` for a missing file, `Remote` for a failed read (after any
+    /// retries the transport makes), `StoreChanged` when `if_version` no
+    /// longer matches, `Cancelled`.
+    fn read(&self, req: ReadRequest) -> LocalBoxFuture<'_, Result<Ranged>>;
+
+    /// Where `file` is, as errors name it (a URL or a path).
+    fn locate(&self, file: StoreFile) -> String;
+
+    /// The store, as errors name it (its directory's URL or path).
+    fn name(&self) -> String;
+
+    /// Reads repeated after a transient failure, so far.
+    fn retries(&self) -> u64 {
+        0
+    }
+}
+
+impl<T: RangeRead + ?Sized> RangeRead for Box<T> {
+    fn read(&self, req: ReadRequest) -> LocalBoxFuture<'_, Result<Ranged>> {
+        (**self).read(req)
+    }
+    fn locate(&self, file: StoreFile) -> String {
+        (**self).locate(file)
+    }
+    fn name(&self) -> String {
+        (**self).name()
+    }
+    fn retries(&self) -> u64 {
+        (**self).retries()
+    }
+}
