@@ -48,6 +48,11 @@ pub enum Error {
     #[error("{store}: store full: {why}")]
     StoreFull { store: String, why: String },
 
+    /// Bytes that do not match the checksum sidecar: they changed after the
+    /// store was sealed.
+    #[error("{store}: {file}: checksum mismatch: {what} (the bytes changed after the store was sealed; restore the store from a good copy)")]
+    ChecksumMismatch { store: String, file: String, what: String },
+
     /// An index at or past the end of the store.
     #[error("{store}: index {index} out of range (store has {len} records)")]
     IndexOutOfRange { store: String, index: u64, len: u64 },

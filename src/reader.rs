@@ -5,9 +5,11 @@
 
 use crate::batch::{DenseBatch, RaggedBatch};
 use crate::format::files::{DATA, DICT, META};
+use crate::format::plan::Expected;
 use crate::format::store_core::check_dict_size;
+use crate::format::sums::{self, Sums, SumsHeader, SUMS};
 use crate::format::{
-    Codec, FileSizes, GatherPlan, RecordLoc, StoreCore, StoreFile, StoreInfo, LOC_SIZE, PAGE_SIZE,
+    Codec, FileSizes, GatherPlan, RecordLoc, StoreCore, StoreFile, StoreInfo, Verify, LOC_SIZE, PAGE_SIZE,
 };
 use crate::records::Records;
 use crate::source::{mmap::MmapSource, pread::PreadSource, ByteSource};
@@ -47,11 +49,15 @@ pub struct OpenOptions {
     pub backend: Backend,
     /// Take loaderx's shared `flock` on `meta.zr` (default true).
     pub lock: bool,
+    /// Check every gathered record against the `sums.zr` sidecar (default
+    /// off). Opening checks the sidecar itself, the location table and the
+    /// dictionary first.
+    pub verify: Verify,
 }
 
 impl Default for OpenOptions {
     fn default() -> Self {
-        OpenOptions { backend: Backend::Mmap, lock: true }
+        OpenOptions { backend: Backend::Mmap, lock: true, verify: Verify::Off }
     }
 }
 
@@ -74,6 +80,8 @@ pub struct Store {
     meta: Box<dyn ByteSource>,
     data: Box<dyn ByteSource>,
     table: Option<Vec<u8>>,
+    /// The sidecar's record checksums, for checked gathers.
+    sums: Option<Vec<u8>>,
     _lock: Option<File>,
 }
 
@@ -182,6 +190,16 @@ impl Store {
             None => None,
         };
         let mut store = Store::from_sources(name, meta, data, dict_bytes)?;
+        if options.verify != Verify::Off {
+            match open_file(&dir, SUMS)? {
+                Some(f) => {
+                    let sidecar = read_sidecar(store.info(), &dir, &f)?;
+                    store = store.with_sums(sidecar)?;
+                }
+                None if options.verify == Verify::Always => return Err(sums::not_sealed(&store.info().name)),
+                None => {}
+            }
+        }
         store.dir = dir;
         store._lock = options.lock.then_some(meta_file);
         Ok(store)
@@ -211,7 +229,43 @@ impl Store {
         } else {
             None
         };
-        Ok(Store { dir: PathBuf::from(&name), core, meta, data, table, _lock: None })
+        Ok(Store { dir: PathBuf::from(&name), core, meta, data, table, sums: None, _lock: None })
+    }
+
+    /// Check every later gather against a checksum sidecar (`sums.zr`'s
+    /// bytes), after checking the sidecar itself: its own checksum, that it
+    /// covers exactly this store's records, and `meta.zr`'s table and
+    /// `dict.zr` against it.
+    ///
+    /// # Errors
+    /// `BadFormat` for a broken sidecar, `ChecksumMismatch` naming the file
+    /// that does not match, `Io`.
+    pub fn with_sums(mut self, sidecar: Vec<u8>) -> Result<Store> {
+        let name = self.info().name.clone();
+        let parsed = Sums::parse(&name, &sidecar)?;
+        let span = sums::table_span(self.len());
+        let len = (span.end - span.start) as usize;
+        let table_ok = match self.meta.slice(0, len) {
+            Some(t) => sums::check_store(&name, &parsed.header, self.len(), Some(t), self.dict_bytes()),
+            None => {
+                let mut t = vec![0u8; len];
+                self.meta.read_exact_at(0, &mut t).map_err(|e| self.io_err(StoreFile::Meta, e))?;
+                sums::check_store(&name, &parsed.header, self.len(), Some(&t), self.dict_bytes())
+            }
+        };
+        table_ok?;
+        self.sums = Some(sidecar[sums::HEADER_LEN as usize..].to_vec());
+        Ok(self)
+    }
+
+    /// Whether gathers check records against a checksum sidecar.
+    pub fn is_checked(&self) -> bool {
+        self.sums.is_some()
+    }
+
+    /// The checksums gathers compare stored bytes with, when checked.
+    fn expected(&self) -> Option<Expected<'_>> {
+        self.sums.as_deref().map(Expected::ByIndex)
     }
 
     /// The store directory.
@@ -373,6 +427,7 @@ impl Store {
         plan.begin_ragged(batch);
         let mut at = 0;
         for (k, loc) in locs.iter().enumerate() {
+            plan.check_stored(k, src(loc))?;
             plan.place_ragged(k, src(loc), &mut at, batch)?;
         }
         batch.data.resize(at);
@@ -423,12 +478,12 @@ impl Records for Store {
     }
 
     fn gather_into(&self, indices: &[u64], out: &mut [u8]) -> Result<()> {
-        let plan = GatherPlan::dense_into(&self.core, indices, out.len())?;
+        let plan = GatherPlan::dense_into(&self.core, indices, out.len())?.checked(self.expected());
         self.fill_dense(&plan, out)
     }
 
     fn gather_dense_batch(&self, indices: &[u64], batch: &mut DenseBatch) -> Result<()> {
-        let plan = GatherPlan::dense(&self.core, indices)?;
+        let plan = GatherPlan::dense(&self.core, indices)?.checked(self.expected());
         if plan.checks_first() {
             with_scratch_locs(|locs, _| self.check_first(&self.in_memory(), &plan, locs))?;
         }
@@ -437,7 +492,7 @@ impl Records for Store {
     }
 
     fn gather_ragged_into(&self, indices: &[u64], batch: &mut RaggedBatch) -> Result<()> {
-        let plan = GatherPlan::ragged(&self.core, indices)?;
+        let plan = GatherPlan::ragged(&self.core, indices)?.checked(self.expected());
         let mem = self.in_memory();
         with_scratch_locs(|locs, slots| {
             self.check_first(&mem, &plan, locs)?;
@@ -465,6 +520,20 @@ fn with_scratch_locs<T>(
         s.slots = slots;
     });
     result
+}
+
+/// Read a store's `sums.zr`, its header checked before the file is read
+/// whole (so a hostile length never sizes an allocation).
+fn read_sidecar(info: &StoreInfo, dir: &Path, file: &File) -> Result<Vec<u8>> {
+    let path = dir.join(SUMS);
+    let len = file.metadata().map_err(|e| Error::io(&path, "stat", e))?.len();
+    let mut head = vec![0u8; len.min(sums::HEADER_LEN) as usize];
+    crate::sys::read_exact_at(file, &mut head, 0).map_err(|e| Error::io(&path, "read", e))?;
+    let header = SumsHeader::parse(&info.name, &head, len)?;
+    sums::check_covers(&info.name, &header, info.len())?;
+    let mut bytes = vec![0u8; len as usize];
+    crate::sys::read_exact_at(file, &mut bytes, 0).map_err(|e| Error::io(&path, "read", e))?;
+    Ok(bytes)
 }
 
 /// Call `f(k, &mut buf[spans[k]])` for every span (sorted, disjoint), across

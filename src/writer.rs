@@ -9,6 +9,7 @@ use crate::codec::{compress_append, compress_bound, CompressDict};
 use crate::format::dtype::Element;
 use crate::format::files::{DATA, DICT, META};
 use crate::format::schema::MAX_DENSE_RANK;
+use crate::format::sums::{self, SumsHeader};
 use crate::format::{
     ragged, Codec, DType, Geometry, Header, RecordLoc, Schema, DICT_MAGIC, HEADER_SIZE, MAX_RECORD_BYTES,
     MAX_SCHEMA_LEN, MAX_TAIL, PAGE_SIZE,
@@ -41,13 +42,17 @@ pub struct CreateOptions {
     pub dict: Option<Vec<u8>>,
     /// Override the zstd level (default: loaderx's 3, or 19 with a dictionary).
     pub level: Option<i32>,
-    /// `close` fsyncs data, locations, the header and the directory, in that order.
+    /// `close` fsyncs data, locations, the sidecar, the header and the
+    /// directory, in that order.
     pub durable: bool,
+    /// Write the checksum sidecar `sums.zr` (default true), so silent
+    /// corruption can be detected later; loaderx ignores the file.
+    pub seal: bool,
 }
 
 impl Default for CreateOptions {
     fn default() -> Self {
-        CreateOptions { codec: Codec::Zstd, dict: None, level: None, durable: false }
+        CreateOptions { codec: Codec::Zstd, dict: None, level: None, durable: false, seal: true }
     }
 }
 
@@ -77,6 +82,10 @@ pub struct Writer {
     length: u64,
     tail: u64,
     durable: bool,
+    /// The sidecar being built (`sums.zr.partial`): record checksums are
+    /// written as their records are, the header at close.
+    sums: Option<File>,
+    dict_sum: u64,
     /// Encoding buffers reused from window to window.
     chunk_bufs: Vec<EncodedChunk>,
 }
@@ -87,8 +96,20 @@ impl std::fmt::Debug for Writer {
     }
 }
 
-/// One encoded chunk of a window: its stored bytes and `(phys, logic)` lengths per record.
-type EncodedChunk = (Vec<u8>, Vec<(u32, u32)>);
+/// One encoded chunk of a window: its stored bytes, and per record its
+/// stored and decoded lengths and the checksum of its stored bytes.
+type EncodedChunk = (Vec<u8>, Vec<Encoded>);
+
+/// One encoded record of a chunk.
+#[derive(Clone, Copy, Debug)]
+struct Encoded {
+    phys: u32,
+    logic: u32,
+    sum: u64,
+}
+
+/// The sidecar while a writer builds it; renamed to `sums.zr` at close.
+const SUMS_PARTIAL: &str = "sums.zr.partial";
 
 /// One Ragged record to append: its shape and payload bytes (C order, the dtype's byte order).
 pub type RecordRef<'a> = (&'a [u64], &'a [u8]);
@@ -202,6 +223,19 @@ impl Writer {
         if let Some(d) = &options.dict {
             write_new(&dir.join(DICT), d)?;
         }
+        let sums_file = if options.seal {
+            let path = dir.join(SUMS_PARTIAL);
+            let f = std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .open(&path)
+                .map_err(|e| Error::io(&path, "create", e))?;
+            Some(f)
+        } else {
+            None
+        };
         Ok(Writer {
             dir: dir.to_path_buf(),
             name,
@@ -216,6 +250,8 @@ impl Writer {
             length: 0,
             tail: 0,
             durable: options.durable,
+            sums: sums_file,
+            dict_sum: options.dict.as_deref().map_or(0, sums::checksum),
             chunk_bufs: Vec::new(),
         })
     }
@@ -353,6 +389,7 @@ impl Writer {
         // Chunk buffers are kept between windows: no fresh pages to fault in
         // and zero for every window, and one reservation per chunk instead of
         // a Vec regrowing (and copying) as frames are appended.
+        let sealed = self.sums.is_some();
         let mut encoded = std::mem::take(&mut self.chunk_bufs);
         encoded.resize_with(chunks, EncodedChunk::default);
         encoded.truncate(chunks);
@@ -372,13 +409,15 @@ impl Writer {
                     }
                     None => rows[k],
                 };
+                let start = out.len();
                 let phys = if self.codec == Codec::Raw {
                     out.extend_from_slice(logical);
                     logical.len()
                 } else {
                     compress_append(logical, self.level, self.cdict.as_ref(), out)?
                 };
-                lens.push((phys as u32, logical.len() as u32));
+                let sum = if sealed { sums::checksum(&out[start..]) } else { 0 };
+                lens.push(Encoded { phys: phys as u32, logic: logical.len() as u32, sum });
             }
             Ok(())
         };
@@ -451,12 +490,15 @@ impl Writer {
     fn write_locs_of(&mut self, n: usize, encoded: &[EncodedChunk]) -> Result<()> {
         let mut at = self.tail;
         let mut locs = Vec::with_capacity(n * 16);
-        for &(phys, logic) in encoded.iter().flat_map(|(_, lens)| lens) {
+        let mut sums = Vec::with_capacity(n * 8);
+        for e in encoded.iter().flat_map(|(_, lens)| lens) {
             locs.extend_from_slice(
-                &RecordLoc { offset: at, phys_length: phys, logic_length: logic }.encode(),
+                &RecordLoc { offset: at, phys_length: e.phys, logic_length: e.logic }.encode(),
             );
-            at += u64::from(phys);
+            sums.extend_from_slice(&e.sum.to_le_bytes());
+            at += u64::from(e.phys);
         }
+        self.write_sums(&sums)?;
         self.write_locs(n, &locs, at)
     }
 
@@ -475,7 +517,57 @@ impl Writer {
             locs.extend_from_slice(&loc.encode());
         }
         self.write_data(self.tail, window)?;
+        if self.sums.is_some() {
+            let mut sums = vec![0u8; n * 8];
+            let each =
+                |(dst, row): (&mut [u8], &[u8])| dst.copy_from_slice(&sums::checksum(row).to_le_bytes());
+            if window.len() >= PIPELINE_BYTES {
+                sums.par_chunks_mut(8).zip(window.par_chunks(row)).for_each(each);
+            } else {
+                sums.chunks_mut(8).zip(window.chunks(row)).for_each(each);
+            }
+            self.write_sums(&sums)?;
+        }
         self.write_locs(n, &locs, self.tail + window.len() as u64)
+    }
+
+    /// Write the checksums of the records about to be recorded (after the
+    /// ones recorded so far) to the sidecar being built.
+    fn write_sums(&self, sums: &[u8]) -> Result<()> {
+        match &self.sums {
+            Some(f) => write_all_at(f, sums, sums::entry_range(self.length).start)
+                .map_err(|e| Error::io(self.dir.join(SUMS_PARTIAL), "write", e)),
+            None => Ok(()),
+        }
+    }
+
+    /// Finish the sidecar for the header about to be published: its header
+    /// (with the checksum of `meta.zr`'s table as published), then its name.
+    fn finish_sums(&self, header: &Header) -> Result<()> {
+        let Some(f) = &self.sums else { return Ok(()) };
+        let partial = self.dir.join(SUMS_PARTIAL);
+        let io = |op: &'static str| move |e| Error::io(self.dir.join(SUMS_PARTIAL), op, e);
+        // The table as it will read once published: the final header over
+        // the static page, then the locations written so far.
+        let span = sums::table_span(self.length);
+        let mut table = vec![0u8; (span.end - span.start) as usize];
+        crate::sys::read_exact_at(&self.meta, &mut table, 0)
+            .map_err(|e| Error::io(self.dir.join(META), "read", e))?;
+        table[..HEADER_SIZE].copy_from_slice(&header.encode());
+        let mut entries = vec![0u8; (sums::SUM_LEN * self.length) as usize];
+        crate::sys::read_exact_at(f, &mut entries, sums::HEADER_LEN).map_err(io("read"))?;
+        let mut head =
+            SumsHeader { records: self.length, table: sums::checksum(&table), dict: self.dict_sum, own: 0 };
+        let mut own = sums::Checksum::default();
+        own.update(&head.encode());
+        own.update(&entries);
+        head.own = own.finish();
+        write_all_at(f, &head.encode(), 0).map_err(io("write"))?;
+        f.set_len(sums::entry_range(self.length).start).map_err(io("truncate"))?;
+        if self.durable {
+            f.sync_all().map_err(io("fsync"))?;
+        }
+        std::fs::rename(&partial, self.dir.join(sums::SUMS)).map_err(io("rename"))
     }
 
     /// Fail with `StoreFull` unless `bytes` more fit under `MAX_TAIL`.
@@ -530,6 +622,9 @@ impl Writer {
             schema_length: self.schema_length,
             codec: self.codec,
         };
+        // The sidecar first: a crash before the header is published leaves a
+        // sidecar that disagrees with the store, which readers report.
+        self.finish_sums(&header)?;
         write_all_at(&self.meta, &header.encode(), 0).map_err(|e| Error::io(&meta_path, "write", e))?;
         if self.durable {
             sync(&self.meta, meta_path)?;

@@ -133,17 +133,11 @@ pub fn check_dense_loc(info: &StoreInfo, index: u64, loc: &RecordLoc, row_bytes:
     Ok(())
 }
 
-/// Where each record of a Ragged gather is decoded before compaction.
+/// Where each record of a Ragged gather is decoded before compaction
+/// (`slots`, cleared first), and the buffer size they need.
 ///
 /// Slots are spaced so that compaction only ever moves payloads towards the
 /// start of the buffer: one allocation, no second copy of the batch.
-pub fn ragged_slots(locs: &[RecordLoc]) -> Result<(Vec<Range<usize>>, usize), String> {
-    let mut slots = Vec::with_capacity(locs.len());
-    let total = ragged_slots_into(locs, &mut slots)?;
-    Ok((slots, total))
-}
-
-/// As [`ragged_slots`], filling `slots` (cleared first) and returning the total.
 pub fn ragged_slots_into(locs: &[RecordLoc], slots: &mut Vec<Range<usize>>) -> Result<usize, String> {
     let mut at: usize = 0;
     slots.clear();
@@ -191,7 +185,7 @@ pub fn place_ragged(
 }
 
 /// Split `buf` into one mutable part per slot (slots sorted and disjoint, as
-/// [`ragged_slots`] makes them), so each record can be decoded in place.
+/// [`ragged_slots_into`] makes them), so each record can be decoded in place.
 pub fn slot_parts<'a>(buf: &'a mut [u8], slots: &[Range<usize>]) -> Vec<&'a mut [u8]> {
     let mut parts = Vec::with_capacity(slots.len());
     let mut rest = buf;

@@ -15,6 +15,7 @@ pub mod ragged;
 pub mod schema;
 pub mod store_core;
 pub mod store_info;
+pub mod sums;
 
 pub use coalesce::{Merge, Reads};
 pub use dtype::{ByteOrder, DType, Kind};
@@ -25,6 +26,7 @@ pub use plan::GatherPlan;
 pub use schema::{Geometry, Schema};
 pub use store_core::StoreCore;
 pub use store_info::{FileSizes, StoreInfo};
+pub use sums::Verify;
 
 /// Size of the static page at the start of `meta.zr` (Header + schema).
 pub const PAGE_SIZE: u64 = 4096;

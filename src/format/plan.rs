@@ -18,14 +18,29 @@
 //! 5. the driver reads the records ([`GatherPlan::reads`] merges them) and
 //!    [`GatherPlan::decode`] decodes record `k` into its part of the batch;
 //! 6. [`GatherPlan::finish_ragged`] packs a Ragged batch.
+//!
+//! A checked gather ([`GatherPlan::checked`]) also compares each record's
+//! stored bytes with its checksum from the `sums.zr` sidecar before decoding.
 
 use super::coalesce::{Merge, Reads};
 use super::decode::{self, MAX_ZSTD_EXPANSION, PRECHECK_BYTES, ZSTD_MAX_HEADER};
 use super::store_core::StoreCore;
+use super::sums;
 use super::{Geometry, RecordLoc, StoreInfo, LOC_SIZE};
 use crate::batch::{DenseBatch, RaggedBatch};
 use crate::{Error, Result};
 use std::ops::Range;
+
+/// The checksums a checked gather compares each record's stored bytes with
+/// (from the `sums.zr` sidecar).
+#[derive(Clone, Copy, Debug)]
+pub enum Expected<'a> {
+    /// The sidecar's record checksums, 8 little-endian bytes per record
+    /// index (a local store holds them all).
+    ByIndex(&'a [u8]),
+    /// One checksum per record of the gather, in its order (fetched for it).
+    ByRecord(&'a [u64]),
+}
 
 /// One gather of `indices` from a store, planned.
 #[derive(Clone, Copy, Debug)]
@@ -34,6 +49,8 @@ pub struct GatherPlan<'a> {
     indices: &'a [u64],
     /// Bytes of a Dense row; `None` for a Ragged gather.
     row: Option<usize>,
+    /// Checksums to check stored bytes against, for a checked gather.
+    expected: Option<Expected<'a>>,
 }
 
 impl<'a> GatherPlan<'a> {
@@ -44,7 +61,7 @@ impl<'a> GatherPlan<'a> {
     pub fn dense(core: &'a StoreCore, indices: &'a [u64]) -> Result<Self> {
         let row = core.info().dense_row()?;
         core.info().check_indices(indices)?;
-        Ok(GatherPlan { core, indices, row: Some(row) })
+        Ok(GatherPlan { core, indices, row: Some(row), expected: None })
     }
 
     /// A Dense gather into the caller's buffer of `out_len` bytes.
@@ -54,7 +71,7 @@ impl<'a> GatherPlan<'a> {
     /// not exactly `indices.len()` rows.
     pub fn dense_into(core: &'a StoreCore, indices: &'a [u64], out_len: usize) -> Result<Self> {
         let row = core.info().check_dense_gather(indices, out_len)?;
-        Ok(GatherPlan { core, indices, row: Some(row) })
+        Ok(GatherPlan { core, indices, row: Some(row), expected: None })
     }
 
     /// A Ragged gather.
@@ -70,7 +87,14 @@ impl<'a> GatherPlan<'a> {
             });
         }
         info.check_indices(indices)?;
-        Ok(GatherPlan { core, indices, row: None })
+        Ok(GatherPlan { core, indices, row: None, expected: None })
+    }
+
+    /// Check every record's stored bytes against `expected` before decoding
+    /// it (a checked gather); `None` leaves the gather unchecked.
+    #[must_use]
+    pub fn checked(self, expected: Option<Expected<'a>>) -> Self {
+        GatherPlan { expected, ..self }
     }
 
     /// The store's description.
@@ -199,7 +223,28 @@ impl<'a> GatherPlan<'a> {
     /// `CorruptRecord` when the frame fails or decodes to another size.
     #[inline]
     pub fn decode(&self, k: usize, src: &[u8], dst: &mut [u8]) -> Result<()> {
+        self.check_stored(k, src)?;
         decode::decode_record(self.info(), self.indices[k], self.core.dict(), src, dst)
+    }
+
+    /// In a checked gather, check record `k`'s stored bytes against its
+    /// checksum ([`GatherPlan::decode`] does; call it for records used
+    /// without decoding).
+    ///
+    /// # Errors
+    /// `ChecksumMismatch` naming the record and `data.zr`.
+    #[inline]
+    pub fn check_stored(&self, k: usize, src: &[u8]) -> Result<()> {
+        let index = self.indices[k];
+        let want = match self.expected {
+            None => return Ok(()),
+            Some(Expected::ByRecord(sums)) => sums[k],
+            Some(Expected::ByIndex(table)) => {
+                let at = (index * sums::SUM_LEN) as usize;
+                u64::from_le_bytes(table[at..at + 8].try_into().expect("8 bytes"))
+            }
+        };
+        sums::check_record(&self.info().name, index, src, want)
     }
 
     /// Pack a Ragged batch whose records were decoded into their `slots`:
