@@ -35,6 +35,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::Instant;
+use zrecord::format::Verify;
 use zrecord::{Backend, Codec, OpenOptions, Store};
 
 #[global_allocator]
@@ -337,6 +338,7 @@ fn run_workload(workload: Workload, args: &Args, python: Option<&Path>) -> Outco
         }
         let disk = disk_bytes(&dir);
         rows.push(Row::new("zrecord-mmap", codec, Some(zr), disk));
+        rows.push(Row::new(CHECKED, codec, None, disk));
         rows.push(Row::new("zrecord-pread", codec, Some(zr), disk));
         let mut note = format!("  write {:<9} zrecord {zr:7.2} s", codec.name());
         if codec == Codec::ZstdDict {
@@ -361,9 +363,10 @@ fn run_workload(workload: Workload, args: &Args, python: Option<&Path>) -> Outco
     // Open, warm and check every row before any timing.
     let mut readers: Vec<Option<(Store, Output, usize)>> = Vec::new();
     for row in &rows {
-        let backend = match row.system {
-            "zrecord-mmap" => Backend::Mmap,
-            "zrecord-pread" => Backend::Pread,
+        let (backend, verify) = match row.system {
+            "zrecord-mmap" => (Backend::Mmap, Verify::Off),
+            CHECKED => (Backend::Mmap, Verify::Always),
+            "zrecord-pread" => (Backend::Pread, Verify::Off),
             system => {
                 let system = if system == LOADERX { "loaderx" } else { "numpy" };
                 let p = peer.as_mut().expect("peer rows need the peer");
@@ -373,7 +376,7 @@ fn run_workload(workload: Workload, args: &Args, python: Option<&Path>) -> Outco
             }
         };
         let dir = work.join(format!("zrecord-{}", row.codec.name()));
-        let store = Store::open_with(&dir, OpenOptions { backend, lock: true }).expect("open");
+        let store = Store::open_with(&dir, OpenOptions { backend, verify, ..Default::default() }).expect("open");
         warm_sweep(&store, &data);
         let mut out = Output::for_data(&data, BATCH);
         for b in &batches[..args.check.min(batches.len())] {
@@ -438,6 +441,9 @@ fn fmt_opt(v: Option<f64>, digits: usize) -> String {
     v.map_or("–".into(), |v| format!("{v:.digits$}"))
 }
 
+/// zrecord reading with every record checked against its sidecar.
+const CHECKED: &str = "zrecord-mmap-checked";
+
 /// A ratio as `1.23×`, or `–`.
 fn times(v: Option<f64>) -> String {
     v.map_or("–".into(), |v| format!("{v:.2}×"))
@@ -495,6 +501,12 @@ fn report(workload: Workload, o: &Outcome, json_rows: &mut Vec<Value>, checks: &
             "alloc_bytes_per_batch_mean": alloc_mean,
             "batches_timed": row.timed.latencies.len(),
         }));
+        if row.system == CHECKED && row.codec == Codec::Raw {
+            if let Some(plain) = find(&o.rows, "zrecord-mmap", row.codec) {
+                let label = format!("{} raw checked gather vs unchecked", workload.name());
+                checks.push((label, round_ratio(row, plain), 0.9));
+            }
+        }
         if row.system == "zrecord-mmap" {
             let goal_lx = match (workload, row.codec) {
                 (Workload::DenseTokens, Codec::Raw) => Some(6.0),
