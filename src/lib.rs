@@ -21,6 +21,7 @@ cfg_if::cfg_if! {
         pub mod demo;
         pub mod loader;
         pub mod reader;
+        pub mod seal;
         pub mod serve;
         pub mod sys;
         pub mod writer;

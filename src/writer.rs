@@ -9,7 +9,7 @@ use crate::codec::{compress_append, compress_bound, CompressDict};
 use crate::format::dtype::Element;
 use crate::format::files::{DATA, DICT, META};
 use crate::format::schema::MAX_DENSE_RANK;
-use crate::format::sums::{self, SumsHeader};
+use crate::format::sums::{self, Sums, SumsHeader};
 use crate::format::{
     ragged, Codec, DType, Geometry, Header, RecordLoc, Schema, DICT_MAGIC, HEADER_SIZE, MAX_RECORD_BYTES,
     MAX_SCHEMA_LEN, MAX_TAIL, PAGE_SIZE,
@@ -554,15 +554,16 @@ impl Writer {
         crate::sys::read_exact_at(&self.meta, &mut table, 0)
             .map_err(|e| Error::io(self.dir.join(META), "read", e))?;
         table[..HEADER_SIZE].copy_from_slice(&header.encode());
-        let mut entries = vec![0u8; (sums::SUM_LEN * self.length) as usize];
-        crate::sys::read_exact_at(f, &mut entries, sums::HEADER_LEN).map_err(io("read"))?;
-        let mut head =
-            SumsHeader { records: self.length, table: sums::checksum(&table), dict: self.dict_sum, own: 0 };
-        let mut own = sums::Checksum::default();
-        own.update(&head.encode());
-        own.update(&entries);
-        head.own = own.finish();
-        write_all_at(f, &head.encode(), 0).map_err(io("write"))?;
+        let mut file = vec![0u8; sums::entry_range(self.length).start as usize];
+        crate::sys::read_exact_at(f, &mut file[sums::HEADER_LEN as usize..], sums::HEADER_LEN)
+            .map_err(io("read"))?;
+        let entries = file[sums::HEADER_LEN as usize..]
+            .chunks_exact(8)
+            .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")))
+            .collect();
+        let table = Sums::new(&table, None, entries);
+        let sidecar = Sums { header: SumsHeader { dict: self.dict_sum, ..table.header }, ..table }.encode();
+        write_all_at(f, &sidecar[..sums::HEADER_LEN as usize], 0).map_err(io("write"))?;
         f.set_len(sums::entry_range(self.length).start).map_err(io("truncate"))?;
         if self.durable {
             f.sync_all().map_err(io("fsync"))?;

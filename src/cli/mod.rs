@@ -26,6 +26,7 @@ mod npyfile;
 mod recode;
 mod records;
 mod sample;
+mod seal;
 mod serve;
 mod train_dict;
 mod values;
@@ -64,8 +65,10 @@ enum Command {
     Export(export::Args),
     /// Print records for a quick look.
     Get(get::Args),
-    /// Decode every record and check every rule of the format.
+    /// Decode every record and check every rule of the format (and the checksums, when sealed).
     Verify(verify::Args),
+    /// Write a store's checksum sidecar (sums.zr) so silent corruption can be detected.
+    Seal(seal::Args),
     /// Train a zstd dictionary from a store or a .npy file.
     TrainDict(train_dict::Args),
     /// Write small demo stores and serve them with the web viewer.
@@ -89,6 +92,7 @@ pub fn main() -> ExitCode {
         Command::Export(a) => export::run(&ctx, a),
         Command::Get(a) => get::run(&ctx, a),
         Command::Verify(a) => verify::run(&ctx, a),
+        Command::Seal(a) => seal::run(&ctx, a),
         Command::TrainDict(a) => train_dict::run(&ctx, a),
         Command::Demo(a) => demo::run(&ctx, a),
         Command::Serve(a) => serve::run_serve(&ctx, a),

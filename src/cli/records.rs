@@ -6,8 +6,9 @@
 use super::common::CliResult;
 use std::ops::Range;
 use std::path::Path;
-use zrecord::remote::{BlockingStore, RemoteStore};
-use zrecord::{Batch, Records, Store};
+use zrecord::format::Verify;
+use zrecord::remote::{BlockingStore, HttpOptions, RemoteOptions, RemoteStore};
+use zrecord::{Batch, OpenOptions, Records, Store};
 
 /// Whether a STORE argument names a remote store.
 pub fn is_url(arg: &Path) -> bool {
@@ -15,10 +16,18 @@ pub fn is_url(arg: &Path) -> bool {
 }
 
 /// Open the store a command names: a directory, or an `http(s)://` URL.
+/// A sealed store's records are checked against its sidecar as they are
+/// read, so no command hands on bytes that changed silently.
 pub fn open(arg: &Path) -> CliResult<Box<dyn Records>> {
     match url_of(arg) {
-        Some(url) => Ok(Box::new(open_remote(url)?)),
-        None => Ok(Box::new(Store::open(arg)?)),
+        Some(url) => {
+            let options = RemoteOptions { verify: Verify::IfSealed, ..RemoteOptions::default() };
+            Ok(Box::new(RemoteStore::open_blocking_with(url, options, HttpOptions::default())?))
+        }
+        None => Ok(Box::new(Store::open_with(
+            arg,
+            OpenOptions { verify: Verify::IfSealed, ..Default::default() },
+        )?)),
     }
 }
 

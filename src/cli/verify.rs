@@ -27,6 +27,14 @@
 //! `zstd_dict` (the reader never asks for it, and a missing file is not
 //! always a 404).
 //!
+//! A **sealed** store (one with a `sums.zr` checksum sidecar, see `zrecord
+//! seal`) is also checked byte for byte: the sidecar itself, `meta.zr`'s
+//! static page and location table, `dict.zr`, and every record's stored
+//! bytes. A changed byte that still decodes is reported with its record and
+//! file. A sidecar that covers another number of records is reported and
+//! not trusted. Without a sidecar the output says that silent corruption
+//! cannot be detected, and how to seal the store.
+//!
 //! Records are checked in parallel, in chunks, by one function whatever
 //! their bytes came from. The layout check (records tile `data.zr` up to
 //! `tail_offset`, in any order) keeps 24 bytes per record and is skipped
@@ -41,7 +49,8 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use zrecord::codec::Dict;
 use zrecord::format::decode::{check_dense_loc, decode_record};
-use zrecord::format::files::{DATA, META};
+use zrecord::format::files::{DATA, META, SUMS};
+use zrecord::format::sums::{self, Sums};
 use zrecord::format::StoreFile;
 use zrecord::format::{
     ragged, Codec, Geometry, RecordLoc, Schema, StoreInfo, DICT_MAGIC, HEADER_SIZE, LOC_SIZE, PAGE_SIZE,
@@ -105,10 +114,12 @@ struct Verified {
     report: Report,
     /// Remote only: requests and bytes spent.
     remote: Option<zrecord::remote::RemoteStats>,
+    /// Whether the store has a checksum sidecar.
+    sealed: bool,
 }
 
 pub fn run(ctx: &Ctx, a: Args) -> CliResult {
-    let Verified { name, len, mut report, remote } = match url_of(&a.store) {
+    let Verified { name, len, mut report, remote, sealed } = match url_of(&a.store) {
         Some(url) => verify_remote(ctx, url)?,
         None => verify_local(ctx, &a.store)?,
     };
@@ -127,6 +138,7 @@ pub fn run(ctx: &Ctx, a: Args) -> CliResult {
                 "problems": list(&report.problems),
                 "warnings": list(&report.warnings),
                 "not_checked": not_checked,
+                "sealed": sealed,
                 "requests": remote.map(|r| r.requests),
             })
             .to_string(),
@@ -152,6 +164,13 @@ pub fn run(ctx: &Ctx, a: Args) -> CliResult {
             for what in not_checked {
                 out.line(&format!("note: not checked over HTTP: {what}"))?;
             }
+        }
+        if !sealed && len > 0 {
+            out.line(&format!(
+                "note: not sealed: changed bytes that still decode (silent corruption) cannot be detected; \
+                 add a checksum sidecar with `zrecord seal {}`",
+                if remote.is_some() { "LOCAL_COPY" } else { name.as_str() }
+            ))?;
         }
         let verdict = if report.problems.is_empty() { "ok" } else { "FAILED" };
         out.line(&format!(
@@ -194,7 +213,7 @@ fn verify_local(ctx: &Ctx, dir: &Path) -> CliResult<Verified> {
         Ok(store) => store,
         Err(e) => {
             report.problem(None, open_problem(&e).ok_or_else(|| Fail::from(e))?);
-            return Ok(Verified { name, len: 0, report, remote: None });
+            return Ok(Verified { name, len: 0, report, remote: None, sealed: false });
         }
     };
     let info = store.info();
@@ -203,7 +222,20 @@ fn verify_local(ctx: &Ctx, dir: &Path) -> CliResult<Verified> {
     let data_path = store.path().join(DATA);
     let file = File::open(&data_path).map_err(|e| super::common::io_fail(&data_path, "open", e))?;
     let data = MmapSource::new(&file).map_err(|e| super::common::io_fail(&data_path, "mmap", e))?;
-    let checker = Checker::new(info, store.dict_bytes());
+    let sidecar = match std::fs::read(store.path().join(SUMS)) {
+        Ok(bytes) => Some(bytes),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(super::common::io_fail(&store.path().join(SUMS), "read", e)),
+    };
+    let meta = File::open(store.path().join(META))
+        .map_err(|e| super::common::io_fail(&store.path().join(META), "open", e))?;
+    let meta =
+        MmapSource::new(&meta).map_err(|e| super::common::io_fail(&store.path().join(META), "mmap", e))?;
+    let span = sums::table_span(info.len());
+    let table = meta.slice(0, (span.end - span.start) as usize);
+    let expected =
+        sidecar.as_deref().and_then(|b| check_sidecar(info, b, table, store.dict_bytes(), &mut report));
+    let checker = Checker::new(info, store.dict_bytes(), expected);
     check_records(ctx, info, &mut report, |range| {
         Ok(range
             .into_par_iter()
@@ -216,7 +248,7 @@ fn verify_local(ctx: &Ctx, dir: &Path) -> CliResult<Verified> {
             })
             .collect())
     })?;
-    Ok(Verified { name, len: store.len(), report, remote: None })
+    Ok(Verified { name, len: store.len(), report, remote: None, sealed: sidecar.is_some() })
 }
 
 fn verify_remote(ctx: &Ctx, url: &str) -> CliResult<Verified> {
@@ -235,14 +267,48 @@ fn verify_remote(ctx: &Ctx, url: &str) -> CliResult<Verified> {
             };
             report.problem(None, problem.ok_or_else(|| Fail::from(e))?);
             let remote = Some(Default::default());
-            return Ok(Verified { name: url.to_string(), len: 0, report, remote });
+            return Ok(Verified { name: url.to_string(), len: 0, report, remote, sealed: false });
         }
     };
     let info = store.info();
     check_files(info, store.static_page(), store.dict_bytes(), data_size, &mut report);
-    let checker = Checker::new(info, store.dict_bytes());
+    let sidecar = match store.read_sidecar() {
+        Ok(s) => s,
+        Err(e) => {
+            report.problem(None, strip(&info.name, &e.to_string()));
+            None
+        }
+    };
+    // The table checksum needs the whole location table: read it with the
+    // locations the check reads anyway (16 bytes a record, up to the layout
+    // check's bound).
+    let table = (sidecar.is_some() && info.len() <= MAX_LAYOUT_RECORDS)
+        .then(|| -> CliResult<Vec<u8>> {
+            let mut t = store.static_page().to_vec();
+            let mut at = 0;
+            while at < info.len() {
+                let indices: Vec<u64> = (at..info.len().min(at + ROUND)).collect();
+                for loc in store.raw_locs(&indices)? {
+                    t.extend_from_slice(&loc.encode());
+                }
+                at += indices.len() as u64;
+            }
+            Ok(t)
+        })
+        .transpose()?;
+    let expected = sidecar
+        .as_deref()
+        .and_then(|b| check_sidecar(info, b, table.as_deref(), store.dict_bytes(), &mut report));
+    let checker = Checker::new(info, store.dict_bytes(), expected);
     check_records(ctx, info, &mut report, |range| remote_round(&store, &checker, range))?;
-    Ok(Verified { name: store.url().to_string(), len: store.len(), report, remote: Some(store.stats()) })
+    let sealed = sidecar.is_some();
+    Ok(Verified {
+        name: store.url().to_string(),
+        len: store.len(),
+        report,
+        remote: Some(store.stats()),
+        sealed,
+    })
 }
 
 /// One round of a remote check: the locations, then the frames of the valid
@@ -307,7 +373,7 @@ fn extra_files(dir: &Path, report: &mut Report) -> CliResult {
     for n in extra {
         report.warning(
             None,
-            format!("{n:?} does not belong in a store directory (only meta.zr, data.zr, dict.zr)"),
+            format!("{n:?} does not belong in a store directory (only meta.zr, data.zr, dict.zr, sums.zr)"),
         );
     }
     Ok(())
@@ -369,30 +435,70 @@ fn read_prefix(path: &Path, n: usize) -> CliResult<Vec<u8>> {
     Ok(buf)
 }
 
+/// Check a sidecar (`sums.zr`'s bytes) against its store, reporting what
+/// disagrees: the record checksums to check, when the sidecar can be trusted.
+/// `table` is `meta.zr`'s static page and location table, when at hand.
+fn check_sidecar(
+    info: &StoreInfo,
+    bytes: &[u8],
+    table: Option<&[u8]>,
+    dict: Option<&[u8]>,
+    report: &mut Report,
+) -> Option<Vec<u64>> {
+    let found = |e: Error| strip(&info.name, &e.to_string());
+    let parsed = match Sums::parse(&info.name, bytes) {
+        Ok(p) => p,
+        Err(e) => {
+            report.problem(None, found(e));
+            return None;
+        }
+    };
+    if let Err(e) = sums::check_covers(&info.name, &parsed.header, info.len()) {
+        report.problem(None, found(e));
+        return None;
+    }
+    // Each file on its own, so both can be named.
+    if let Some(Err(e)) = table.map(|t| sums::check_table(&info.name, &parsed.header, t)) {
+        report.problem(None, found(e));
+    }
+    if let Err(e) = sums::check_dict(&info.name, &parsed.header, dict) {
+        report.problem(None, found(e));
+    }
+    Some(parsed.records)
+}
+
 /// The checks of one record on its stored bytes, wherever they came from.
 struct Checker<'a> {
     info: &'a StoreInfo,
     dict: Option<Dict>,
     dict_id: Option<u32>,
+    /// The sidecar's record checksums, when the store is sealed.
+    expected: Option<Vec<u64>>,
 }
 
 /// A record's location (when valid) and the problems found in it.
 type Checked = (Option<RecordLoc>, Vec<String>);
 
 impl<'a> Checker<'a> {
-    fn new(info: &'a StoreInfo, dict_bytes: Option<&[u8]>) -> Checker<'a> {
+    fn new(info: &'a StoreInfo, dict_bytes: Option<&[u8]>, expected: Option<Vec<u64>>) -> Checker<'a> {
         let dict_bytes = dict_bytes.filter(|_| info.codec() == Codec::ZstdDict);
         Checker {
             info,
             // The store opened, so a zstd_dict store's dictionary loads.
             dict: dict_bytes.and_then(|d| Dict::new(d).ok()),
             dict_id: dict_bytes.and_then(zstd_safe::get_dict_id_from_dict).map(|d| d.get()),
+            expected,
         }
     }
 
     /// Record `i`, whose location `loc` is valid, stored as `frame`.
     fn check(&self, i: u64, loc: &RecordLoc, frame: &[u8]) -> Vec<String> {
         let mut found = Vec::new();
+        if let Some(expected) = &self.expected {
+            if let Err(e) = sums::check_record(&self.info.name, i, frame, expected[i as usize]) {
+                found.push(strip(&self.info.name, &e.to_string()));
+            }
+        }
         if self.info.codec() != Codec::Raw {
             match zstd_safe::get_frame_content_size(frame) {
                 Ok(Some(_)) => {}

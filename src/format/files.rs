@@ -9,11 +9,16 @@ pub enum StoreFile {
     Data = 1,
     /// `dict.zr`: the trained zstd dictionary of a `zstd_dict` store.
     Dict = 2,
+    /// `sums.zr`: the checksum sidecar of a sealed store (ours; loaderx
+    /// ignores it; see [`super::sums`]).
+    Sums = 3,
 }
 
 impl StoreFile {
     /// Every file, in index order.
-    pub const ALL: [StoreFile; 3] = [StoreFile::Meta, StoreFile::Data, StoreFile::Dict];
+    pub const ALL: [StoreFile; 4] = [StoreFile::Meta, StoreFile::Data, StoreFile::Dict, StoreFile::Sums];
+    /// How many files a store may have.
+    pub const COUNT: usize = 4;
 
     /// The file's name inside the store directory.
     pub const fn name(self) -> &'static str {
@@ -21,6 +26,7 @@ impl StoreFile {
             StoreFile::Meta => META,
             StoreFile::Data => DATA,
             StoreFile::Dict => DICT,
+            StoreFile::Sums => SUMS,
         }
     }
 
@@ -42,3 +48,5 @@ pub const META: &str = "meta.zr";
 pub const DATA: &str = "data.zr";
 /// `dict.zr`
 pub const DICT: &str = "dict.zr";
+/// `sums.zr`
+pub const SUMS: &str = "sums.zr";

@@ -21,10 +21,8 @@
 use super::{StoreFile, LOC_SIZE, PAGE_SIZE};
 use crate::{Error, Result};
 use std::ops::Range;
-use xxhash_rust::xxh3::{xxh3_64, Xxh3};
 
-/// The sidecar's file name.
-pub const SUMS: &str = "sums.zr";
+pub use super::files::SUMS;
 /// Magic number at the start of `sums.zr`.
 pub const MAGIC: [u8; 8] = *b"ZRSUMS\0\0";
 /// Size of the header before the record checksums.
@@ -34,25 +32,17 @@ pub const SUM_LEN: u64 = 8;
 const VERSION: u32 = 1;
 const XXH3_64: u32 = 1;
 
-/// The checksum every field of the sidecar uses.
+/// The checksum every field of the sidecar uses (XXH3-64, seed 0).
 #[inline]
 pub fn checksum(bytes: &[u8]) -> u64 {
-    xxh3_64(bytes)
+    xxh3::hash64_with_seed(bytes, 0)
 }
 
-/// A checksum computed over several pieces, as if concatenated.
-#[derive(Clone, Default)]
-pub struct Checksum(Xxh3);
-
-impl Checksum {
-    /// Add the next piece.
-    pub fn update(&mut self, bytes: &[u8]) {
-        self.0.update(bytes);
-    }
-    /// The checksum of everything added.
-    pub fn finish(&self) -> u64 {
-        self.0.digest()
-    }
+/// The sidecar's own checksum: of all its bytes, its own field read as zero.
+fn own_checksum(file: &[u8]) -> u64 {
+    let mut zeroed = file.to_vec();
+    zeroed[40..48].fill(0);
+    checksum(&zeroed)
 }
 
 /// The bytes of `meta.zr` the sidecar's table checksum covers.
@@ -164,7 +154,7 @@ impl Sums {
         for s in &self.records {
             out.extend_from_slice(&s.to_le_bytes());
         }
-        let own = checksum(&out);
+        let own = own_checksum(&out);
         out[40..48].copy_from_slice(&own.to_le_bytes());
         out
     }
@@ -176,11 +166,7 @@ impl Sums {
     /// does not match its own checksum.
     pub fn parse(store: &str, bytes: &[u8]) -> Result<Sums> {
         let header = SumsHeader::parse(store, bytes, bytes.len() as u64)?;
-        let mut own = Checksum::default();
-        own.update(&bytes[..40]);
-        own.update(&[0u8; 8]);
-        own.update(&bytes[48..]);
-        if own.finish() != header.own {
+        if own_checksum(bytes) != header.own {
             return Err(mismatch(store, SUMS, "the sidecar does not match its own checksum".into()));
         }
         let records =
@@ -234,7 +220,8 @@ pub fn not_sealed(store: &str) -> Error {
 
 /// Check a sidecar's header against its store: it covers exactly the
 /// store's `length` records, `meta.zr`'s static page and location table
-/// (when the caller has them: [`table_span`]) and `dict.zr` match.
+/// (when the caller has them: [`table_span`]) and `dict.zr` (`None` when the
+/// store has none) match.
 ///
 /// # Errors
 /// `ChecksumMismatch` naming the file that changed.
@@ -246,13 +233,32 @@ pub fn check_store(
     dict: Option<&[u8]>,
 ) -> Result<()> {
     check_covers(store, header, length)?;
-    if table.is_some_and(|t| checksum(t) != header.table) {
+    if let Some(t) = table {
+        check_table(store, header, t)?;
+    }
+    check_dict(store, header, dict)
+}
+
+/// Check `meta.zr`'s static page and location table ([`table_span`]).
+///
+/// # Errors
+/// `ChecksumMismatch` naming `meta.zr`.
+pub fn check_table(store: &str, header: &SumsHeader, table: &[u8]) -> Result<()> {
+    if checksum(table) != header.table {
         return Err(mismatch(
             store,
             StoreFile::Meta.name(),
             "the static page or the location table does not match sums.zr".into(),
         ));
     }
+    Ok(())
+}
+
+/// Check `dict.zr` (`None` when the store has none).
+///
+/// # Errors
+/// `ChecksumMismatch` naming `dict.zr`.
+pub fn check_dict(store: &str, header: &SumsHeader, dict: Option<&[u8]>) -> Result<()> {
     if dict.map_or(0, checksum) != header.dict {
         return Err(mismatch(store, StoreFile::Dict.name(), "the dictionary does not match sums.zr".into()));
     }

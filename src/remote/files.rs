@@ -20,7 +20,7 @@ struct FirstAnswer {
 /// Reads and bytes spent, per file.
 #[derive(Debug, Default)]
 pub(crate) struct Counters {
-    pub reads: [AtomicU64; 3],
+    pub reads: [AtomicU64; StoreFile::COUNT],
     pub bytes: AtomicU64,
     pub page_hits: AtomicU64,
     pub page_misses: AtomicU64,
@@ -45,7 +45,7 @@ pub(crate) struct StoreFiles<T> {
     pub transport: T,
     /// Ask the transport to read only the version seen first.
     if_match: bool,
-    first: Mutex<[Option<FirstAnswer>; 3]>,
+    first: Mutex<[Option<FirstAnswer>; StoreFile::COUNT]>,
     pub counters: Counters,
 }
 

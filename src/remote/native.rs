@@ -272,6 +272,13 @@ impl BlockingStore {
     pub fn read_stored(&self, ranges: &[std::ops::Range<u64>]) -> Result<Vec<u8>> {
         block_on(self.inner.read_stored(ranges))
     }
+    /// See [`RemoteStore::read_sidecar`].
+    ///
+    /// # Errors
+    /// As [`RemoteStore::read_sidecar`].
+    pub fn read_sidecar(&self) -> Result<Option<Vec<u8>>> {
+        block_on(self.inner.read_sidecar())
+    }
     /// See [`RemoteStore::data_size`].
     ///
     /// # Errors

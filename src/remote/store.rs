@@ -20,11 +20,13 @@ use super::pages::{PageCache, LOC_PAGE};
 use super::transport::{LocalBoxFuture, RangeRead};
 use crate::batch::{AlignedBytes, Batch, DenseBatch, RaggedBatch};
 use crate::format::decode::slot_parts;
+use crate::format::plan::Expected;
 use crate::format::store_core::check_dict_size;
 use crate::format::store_core::MAX_DICT_BYTES;
+use crate::format::sums::{self, SumsHeader};
 use crate::format::{
-    Codec, FileSizes, GatherPlan, Header, Merge, Reads, RecordLoc, StoreCore, StoreFile, StoreInfo, LOC_SIZE,
-    PAGE_SIZE,
+    Codec, FileSizes, GatherPlan, Header, Merge, Reads, RecordLoc, StoreCore, StoreFile, StoreInfo, Verify,
+    LOC_SIZE, PAGE_SIZE,
 };
 use crate::{Error, Result};
 use std::collections::HashMap;
@@ -50,6 +52,10 @@ pub struct RemoteOptions {
     pub retries: u32,
     /// Wait before the first retry; doubled each time, at most 10 s (default 200 ms).
     pub backoff: Duration,
+    /// Check every gathered record against the store's `sums.zr` sidecar
+    /// (default off). Costs one read at open and the sidecar's pages
+    /// (64 KiB, 8,192 records each, cached like location pages).
+    pub verify: Verify,
     /// Send `If-Match` with the ETag seen first, so a changed file fails with
     /// 412 on the server (default off: it makes browsers send a CORS preflight).
     pub if_match: bool,
@@ -65,6 +71,7 @@ impl Default for RemoteOptions {
             retries: 3,
             backoff: Duration::from_millis(200),
             if_match: false,
+            verify: Verify::Off,
         }
     }
 }
@@ -116,6 +123,44 @@ pub struct RemoteStore<T> {
     /// `meta.zr`'s static page as read at open (for checkers: its padding).
     static_page: Box<[u8]>,
     pages: Mutex<PageCache>,
+    /// The sidecar's header and record-checksum pages, for checked gathers.
+    sums: Option<(SumsHeader, Mutex<PageCache>)>,
+}
+
+/// A table of fixed-size entries in one of a store's files, read in cached
+/// 64 KiB pages: the location table in `meta.zr`, the record checksums in
+/// `sums.zr`. Entries never straddle pages (both tables' starts and entry
+/// sizes divide 64 KiB's alignment).
+#[derive(Clone, Copy, Debug)]
+struct Table {
+    file: StoreFile,
+    /// Where entry 0 starts.
+    start: u64,
+    /// Bytes per entry.
+    entry: u64,
+    /// Entries in the table.
+    len: u64,
+}
+
+impl Table {
+    fn locations(len: u64) -> Table {
+        Table { file: StoreFile::Meta, start: PAGE_SIZE, entry: LOC_SIZE, len }
+    }
+    fn checksums(len: u64) -> Table {
+        Table { file: StoreFile::Sums, start: sums::HEADER_LEN, entry: sums::SUM_LEN, len }
+    }
+    /// The file bytes page `p` holds (only the table's).
+    fn page(&self, p: u64) -> Range<u64> {
+        // Fits: open checked the file holds the whole table (in u128).
+        let end = self.start + self.entry * self.len;
+        let start = p.saturating_mul(LOC_PAGE);
+        start.min(end)..start.saturating_add(LOC_PAGE).min(end)
+    }
+    /// The page and offset in it of entry `i`.
+    fn place(&self, i: u64) -> (u64, usize) {
+        let pos = self.start + self.entry * i;
+        (pos / LOC_PAGE, (pos % LOC_PAGE) as usize)
+    }
 }
 
 impl<T: RangeRead> std::fmt::Debug for RemoteStore<T> {
@@ -181,14 +226,29 @@ impl<T: RangeRead> RemoteStore<T> {
         let sizes = FileSizes { meta: head.total, data: header.tail_offset, dict: None };
         let core = StoreCore::open(&name, &head.bytes, sizes, dict_bytes)?;
         let static_page = head.bytes[..head.bytes.len().min(PAGE_SIZE as usize)].into();
+        let sums = match options.verify {
+            Verify::Off => None,
+            verify => match files.read(StoreFile::Sums, 0..sums::HEADER_LEN, true, None).await {
+                Ok(h) => {
+                    let header = SumsHeader::parse(&name, &h.bytes, h.total)?;
+                    let info = core.info();
+                    sums::check_store(&name, &header, info.len(), None, core.dict_bytes())?;
+                    Some((header, Mutex::new(PageCache::new(options.cache_pages))))
+                }
+                Err(Error::NotFound { .. }) if verify == Verify::IfSealed => None,
+                Err(Error::NotFound { .. }) => return Err(sums::not_sealed(&name)),
+                Err(e) => return Err(e),
+            },
+        };
         let store = RemoteStore {
             pages: Mutex::new(PageCache::new(options.cache_pages)),
             files,
             options,
             core,
             static_page,
+            sums,
         };
-        let first = store.page_range(0);
+        let first = Table::locations(store.info().len()).page(0);
         if !first.is_empty() {
             let page: Arc<[u8]> = Arc::from(&head.bytes[..first.end as usize]);
             lock(&store.pages).insert(0, page);
@@ -220,6 +280,29 @@ impl<T: RangeRead> RemoteStore<T> {
         &self.files.transport
     }
 
+    /// Whether gathers check records against the store's checksum sidecar.
+    pub fn is_checked(&self) -> bool {
+        self.sums.is_some()
+    }
+
+    /// The whole checksum sidecar (`sums.zr`), or `None` for a store that
+    /// has none (for checkers).
+    ///
+    /// # Errors
+    /// `BadFormat` for a sidecar whose header is broken or whose size does
+    /// not match it, and the read errors of [`RemoteStore::open`].
+    pub async fn read_sidecar(&self) -> Result<Option<Vec<u8>>> {
+        let head = match self.files.read(StoreFile::Sums, 0..sums::HEADER_LEN, true, None).await {
+            Ok(h) => h,
+            Err(Error::NotFound { .. }) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let header = SumsHeader::parse(&self.info().name, &head.bytes, head.total)?;
+        // Bounded: a sidecar covering more records than the store is refused by its checker.
+        sums::check_covers(&self.info().name, &header, self.info().len())?;
+        Ok(Some(self.files.read(StoreFile::Sums, 0..head.total, false, None).await?.bytes))
+    }
+
     /// Sizes of the files as far as known.
     pub fn file_sizes(&self) -> RemoteSizes {
         let sizes = self.info().sizes;
@@ -249,14 +332,6 @@ impl<T: RangeRead> RemoteStore<T> {
         Merge { max_gap, max_len: self.options.max_request }
     }
 
-    /// `meta.zr` bytes held by location page `p` (only the published table).
-    fn page_range(&self, page: u64) -> Range<u64> {
-        // Fits: open checked `size(meta.zr) >= table_end` (in u128).
-        let table_end = PAGE_SIZE + LOC_SIZE * self.info().len();
-        let start = page.saturating_mul(LOC_PAGE);
-        start.min(table_end)..start.saturating_add(LOC_PAGE).min(table_end)
-    }
-
     /// Read every range of `reads` from `file` with bounded concurrency,
     /// handing original range `m`'s bytes to `each(m, bytes)` as its read
     /// completes.
@@ -282,16 +357,37 @@ impl<T: RangeRead> RemoteStore<T> {
         .await
     }
 
-    /// The raw locations of `indices` (in range, not yet validated), reading
-    /// the pages not cached: consecutive missing pages in one read.
+    /// The raw locations of `indices` (in range, not yet validated).
     async fn locate(&self, indices: &[u64]) -> Result<Vec<RecordLoc>> {
-        let page_of = |i: u64| RecordLoc::position(i) / LOC_PAGE;
+        let table = Table::locations(self.info().len());
+        self.entries(table, &self.pages, indices, |e| RecordLoc::decode(e.try_into().expect("16 bytes")))
+            .await
+    }
+
+    /// The sidecar's checksums of `indices`, for a checked gather.
+    async fn expected(&self, indices: &[u64]) -> Result<Option<Vec<u64>>> {
+        let Some((header, cache)) = &self.sums else { return Ok(None) };
+        let table = Table::checksums(header.records);
+        let sums =
+            self.entries(table, cache, indices, |e| u64::from_le_bytes(e.try_into().expect("8 bytes")));
+        Ok(Some(sums.await?))
+    }
+
+    /// Entries `indices` of `table`, read through `cache`: pages not cached
+    /// are read, consecutive ones in one read.
+    async fn entries<E>(
+        &self,
+        table: Table,
+        cache: &Mutex<PageCache>,
+        indices: &[u64],
+        decode: impl Fn(&[u8]) -> E,
+    ) -> Result<Vec<E>> {
         let mut held: HashMap<u64, Arc<[u8]>> = HashMap::new();
         let mut missing: Vec<u64> = Vec::new();
         {
-            let mut cache = lock(&self.pages);
+            let mut cache = lock(cache);
             for &i in indices {
-                let p = page_of(i);
+                let p = table.place(i).0;
                 if held.contains_key(&p) || missing.contains(&p) {
                     continue;
                 }
@@ -307,14 +403,14 @@ impl<T: RangeRead> RemoteStore<T> {
         if !missing.is_empty() {
             add(&self.files.counters.page_misses, missing.len() as u64);
             missing.sort_unstable();
-            let reads = Reads::new(missing.iter().map(|&p| self.page_range(p)).collect(), self.merge(0));
+            let reads = Reads::new(missing.iter().map(|&p| table.page(p)).collect(), self.merge(0));
             let mut fetched: Vec<(u64, Arc<[u8]>)> = Vec::with_capacity(missing.len());
-            self.read_all(StoreFile::Meta, &reads, |m, bytes| {
+            self.read_all(table.file, &reads, |m, bytes| {
                 fetched.push((missing[m], Arc::from(bytes)));
                 Ok(())
             })
             .await?;
-            let mut cache = lock(&self.pages);
+            let mut cache = lock(cache);
             for (p, bytes) in fetched {
                 cache.insert(p, bytes.clone());
                 held.insert(p, bytes);
@@ -323,17 +419,12 @@ impl<T: RangeRead> RemoteStore<T> {
         indices
             .iter()
             .map(|&i| {
-                let pos = RecordLoc::position(i);
-                let p = pos / LOC_PAGE;
-                let at = (pos - p * LOC_PAGE) as usize;
-                let entry =
-                    held.get(&p).and_then(|page| page.get(at..at + LOC_SIZE as usize)).ok_or_else(|| {
-                        Error::BadFormat {
-                            store: self.info().name.clone(),
-                            check: format!("record {i}: location lies outside meta.zr"),
-                        }
-                    })?;
-                Ok(RecordLoc::decode(entry.try_into().expect("16 bytes")))
+                let (p, at) = table.place(i);
+                let entry = held.get(&p).and_then(|page| page.get(at..at + table.entry as usize));
+                entry.map(&decode).ok_or_else(|| Error::BadFormat {
+                    store: self.info().name.clone(),
+                    check: format!("record {i}: its entry lies outside {}", table.file),
+                })
             })
             .collect()
     }
@@ -471,6 +562,8 @@ impl<T: RangeRead> RemoteStore<T> {
     /// `StoreChanged`, `NotFound`.
     pub async fn gather_into(&self, indices: &[u64], out: &mut [u8]) -> Result<()> {
         let plan = GatherPlan::dense_into(&self.core, indices, out.len())?;
+        let sums = self.expected(indices).await?;
+        let plan = plan.checked(sums.as_deref().map(Expected::ByRecord));
         self.fill_dense(&plan, out).await
     }
 
@@ -498,6 +591,8 @@ impl<T: RangeRead> RemoteStore<T> {
     /// As [`RemoteStore::gather_into`].
     pub async fn gather_dense_batch(&self, indices: &[u64], batch: &mut DenseBatch) -> Result<()> {
         let plan = GatherPlan::dense(&self.core, indices)?;
+        let sums = self.expected(indices).await?;
+        let plan = plan.checked(sums.as_deref().map(Expected::ByRecord));
         if !plan.checks_first() {
             plan.size_dense(batch);
             return self.fill_dense(&plan, batch.data.as_mut_slice()).await;
@@ -526,6 +621,8 @@ impl<T: RangeRead> RemoteStore<T> {
     /// As [`RemoteStore::gather_ragged`].
     pub async fn gather_ragged_into(&self, indices: &[u64], batch: &mut RaggedBatch) -> Result<()> {
         let plan = GatherPlan::ragged(&self.core, indices)?;
+        let sums = self.expected(indices).await?;
+        let plan = plan.checked(sums.as_deref().map(Expected::ByRecord));
         let locs = self.checked_locs(&plan).await?;
         // The batch is sized by location fields: read first.
         let stored = self.read_checked(&plan, &locs).await?;

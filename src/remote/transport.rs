@@ -50,7 +50,7 @@ pub struct Ranged {
 /// use zrecord::remote::{LocalBoxFuture, RangeRead, Ranged, ReadRequest};
 ///
 /// /// One store's files in memory.
-/// struct InMemory([Vec<u8>; 3]);
+/// struct InMemory([Vec<u8>; 4]);
 ///
 /// impl RangeRead for InMemory {
 ///     fn read(&self, req: ReadRequest) -> LocalBoxFuture<'_, zrecord::Result<Ranged>> {
