@@ -91,6 +91,8 @@ pub struct RemoteStats {
     pub data_requests: u64,
     /// Requests to `dict.zr`.
     pub dict_requests: u64,
+    /// Requests to `sums.zr` (checked reads).
+    pub sums_requests: u64,
     /// Location pages found in the cache.
     pub page_hits: u64,
     /// Location pages that had to be fetched.
@@ -322,6 +324,7 @@ impl<T: RangeRead> RemoteStore<T> {
             meta_requests: per_file(StoreFile::Meta),
             data_requests: per_file(StoreFile::Data),
             dict_requests: per_file(StoreFile::Dict),
+            sums_requests: per_file(StoreFile::Sums),
             page_hits: get(&c.page_hits),
             page_misses: get(&c.page_misses),
             cached_pages: lock(&self.pages).len() as u64,

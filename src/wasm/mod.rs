@@ -18,7 +18,7 @@ mod blob;
 mod fetch;
 mod js;
 
-use crate::format::{ByteOrder, DType, Geometry, Kind, StoreFile};
+use crate::format::{ByteOrder, DType, Geometry, Kind, StoreFile, Verify};
 use crate::remote::{cancellable, HttpRanges, RangeRead, RemoteOptions, RemoteStore, Retry};
 use crate::Error;
 use blob::BlobFiles;
@@ -62,7 +62,7 @@ fn signal_of(options: &JsValue) -> Result<Option<AbortSignal>, JsValue> {
 }
 
 /// Reader options from a JS object (`maxGap`, `maxRequest`, `concurrency`,
-/// `cachePages`, `retries`, `backoffMs`, `ifMatch`).
+/// `cachePages`, `retries`, `backoffMs`, `ifMatch`, `verify`).
 fn remote_options(options: &JsValue) -> Result<RemoteOptions, JsValue> {
     let mut o = RemoteOptions::default();
     if let Some(n) = number(options, "maxGap")? {
@@ -82,6 +82,19 @@ fn remote_options(options: &JsValue) -> Result<RemoteOptions, JsValue> {
     }
     if let Some(n) = number(options, "backoffMs")? {
         o.backoff = Duration::from_secs_f64(n / 1000.0);
+    }
+    if let Some(v) = get(options, "verify") {
+        o.verify = match v.as_bool() {
+            Some(true) => Verify::Always,
+            Some(false) => Verify::Off,
+            None => v
+                .as_string()
+                .ok_or_else(|| {
+                    invalid("option verify must be a boolean or \"off\", \"if-sealed\", \"always\"")
+                })?
+                .parse()
+                .map_err(invalid)?,
+        };
     }
     if let Some(v) = get(options, "ifMatch") {
         o.if_match = v.is_truthy();
@@ -138,6 +151,9 @@ export interface OpenOptions {
   backoffMs?: number;
   /** Send If-Match with the first ETag (default false; costs a CORS preflight). */
   ifMatch?: boolean;
+  /** Check every gathered record against the store's sums.zr sidecar: true or "always" (an unsealed
+   * store fails to open), "if-sealed" (only when it has one), false or "off" (default). */
+  verify?: boolean | "off" | "if-sealed" | "always";
 }
 /** Options of a single call. */
 export interface CallOptions { signal?: AbortSignal; }
@@ -156,7 +172,7 @@ export interface Locs { offset: Float64Array; phys: Uint32Array; logic: Uint32Ar
 export interface FileSizes { meta: number; data: number | null; dict: number | null; }
 export interface StoreStats {
   requests: number; bytes: number; retries: number; metaRequests: number; dataRequests: number;
-  dictRequests: number; pageHits: number; pageMisses: number; cachedPages: number;
+  dictRequests: number; sumsRequests: number; pageHits: number; pageMisses: number; cachedPages: number;
 }
 export interface StoreInfo {
   url: string; len: number; kind: "dense" | "ragged"; dtype: string; itemShape: number[] | null;
@@ -320,7 +336,8 @@ impl JsStore {
     /// `headers` (object or Headers sent with every request), `fetch` (a
     /// fetch-compatible function), `signal` (AbortSignal), `timeoutMs`
     /// (per request, default 30000), `maxGap`, `maxRequest`, `concurrency`,
-    /// `cachePages`, `retries`, `backoffMs`, `ifMatch`.
+    /// `cachePages`, `retries`, `backoffMs`, `ifMatch`, `verify` (`true`,
+    /// `"always"`, `"if-sealed"`: check records against `sums.zr`).
     pub async fn open(
         url: String,
         #[wasm_bindgen(unchecked_optional_param_type = "OpenOptions")] options: Option<JsValue>,
@@ -405,6 +422,13 @@ impl JsStore {
     pub fn item_shape(&self) -> JsValue {
         self.inner.info().item_shape().map_or(JsValue::NULL, |s| shape_array(s).into())
     }
+    /// Whether gathers check records against the store's checksum sidecar
+    /// (opened with `verify` and sealed); a changed record then fails with
+    /// code `ChecksumMismatch`.
+    #[wasm_bindgen(getter)]
+    pub fn checked(&self) -> bool {
+        self.inner.is_checked()
+    }
     /// `"raw"`, `"zstd"` or `"zstd_dict"`.
     #[wasm_bindgen(getter)]
     pub fn codec(&self) -> String {
@@ -448,7 +472,7 @@ impl JsStore {
     }
 
     /// Requests and bytes spent so far: `{requests, bytes, retries,
-    /// metaRequests, dataRequests, dictRequests, pageHits, pageMisses, cachedPages}`.
+    /// metaRequests, dataRequests, dictRequests, sumsRequests, pageHits, pageMisses, cachedPages}`.
     #[wasm_bindgen(unchecked_return_type = "StoreStats")]
     pub fn stats(&self) -> Object {
         let s = self.inner.stats();
@@ -460,6 +484,7 @@ impl JsStore {
             ("metaRequests", s.meta_requests),
             ("dataRequests", s.data_requests),
             ("dictRequests", s.dict_requests),
+            ("sumsRequests", s.sums_requests),
             ("pageHits", s.page_hits),
             ("pageMisses", s.page_misses),
             ("cachedPages", s.cached_pages),
