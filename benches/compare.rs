@@ -376,7 +376,8 @@ fn run_workload(workload: Workload, args: &Args, python: Option<&Path>) -> Outco
             }
         };
         let dir = work.join(format!("zrecord-{}", row.codec.name()));
-        let store = Store::open_with(&dir, OpenOptions { backend, verify, ..Default::default() }).expect("open");
+        let store =
+            Store::open_with(&dir, OpenOptions { backend, verify, ..Default::default() }).expect("open");
         warm_sweep(&store, &data);
         let mut out = Output::for_data(&data, BATCH);
         for b in &batches[..args.check.min(batches.len())] {

@@ -84,7 +84,8 @@ fn main() {
             write_store(&data, &dir, codec, dict);
             for (backend, label) in [(Backend::Mmap, "mmap"), (Backend::Pread, "pread")] {
                 let Some(name) = wanted(codec, label) else { continue };
-                let store = Store::open_with(&dir, OpenOptions { backend, ..Default::default() }).expect("open");
+                let store =
+                    Store::open_with(&dir, OpenOptions { backend, ..Default::default() }).expect("open");
                 warm_sweep(&store, &data);
                 let mut out = Output::for_data(&data, BATCH);
                 for b in &batches[..8] {
