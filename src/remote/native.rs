@@ -49,7 +49,7 @@ impl Default for HttpOptions {
 
 type Job = Box<dyn FnOnce() + Send>;
 
-/// An HTTP(S) [`RangeClient`] on ureq and a few worker threads.
+/// An HTTP(S) [`HttpGet`] on ureq and a few worker threads.
 pub struct HttpClient {
     agent: ureq::Agent,
     headers: Arc<Vec<(String, String)>>,
