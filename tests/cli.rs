@@ -721,10 +721,7 @@ fn demo_writes_stores_that_verify() {
 // ------------------------------------------------------------ NumPy interop
 
 fn numpy_python() -> Option<PathBuf> {
-    let p = std::env::var("ZRECORD_LOADERX_PYTHON").map(PathBuf::from).unwrap_or_else(|_| {
-        let home = std::env::var("HOME").unwrap_or_else(|_| "/root".into());
-        Path::new(&home).join(".cache/zrecord/venv-loaderx/bin/python")
-    });
+    let p = common::loaderx_python_path();
     p.exists().then_some(p)
 }
 
