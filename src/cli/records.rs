@@ -90,12 +90,7 @@ impl Records for BlockingStore {
         BlockingStore::logical_bytes(self)
     }
     fn train_dict(&self, tier: Tier) -> zrecord::Result<Vec<u8>> {
-        train::train_from_records(
-            self.info(),
-            tier,
-            |indices| Ok(self.raw_locs(indices)?.iter().map(|l| u64::from(l.logic_length)).collect()),
-            |indices| self.gather_any(indices),
-        )
+        train::train_from_records(self.info(), tier, |indices| self.gather_any(indices))
     }
     fn sizes(&self) -> zrecord::Result<FileSizes> {
         Ok(FileSizes { data: self.data_size()?, ..BlockingStore::info(self).sizes })
