@@ -25,6 +25,9 @@ export interface OpenOptions {
     backoffMs?: number;
     /** Send If-Match with the first ETag (default false; costs a CORS preflight). */
     ifMatch?: boolean;
+    /** Check every gathered record against the store's sums.zr sidecar: true or "always" (an unsealed
+     * store fails to open), "if-sealed" (only when it has one), false or "off" (default). */
+    verify?: boolean | "off" | "if-sealed" | "always";
 }
 /** Options of a single call. */
 export interface CallOptions { signal?: AbortSignal; }
@@ -43,7 +46,7 @@ export interface Locs { offset: Float64Array; phys: Uint32Array; logic: Uint32Ar
 export interface FileSizes { meta: number; data: number | null; dict: number | null; }
 export interface StoreStats {
     requests: number; bytes: number; retries: number; metaRequests: number; dataRequests: number;
-    dictRequests: number; pageHits: number; pageMisses: number; cachedPages: number;
+    dictRequests: number; sumsRequests: number; pageHits: number; pageMisses: number; cachedPages: number;
 }
 export interface StoreInfo {
     url: string; len: number; kind: "dense" | "ragged"; dtype: string; itemShape: number[] | null;
@@ -100,14 +103,21 @@ export class Store {
      * `headers` (object or Headers sent with every request), `fetch` (a
      * fetch-compatible function), `signal` (AbortSignal), `timeoutMs`
      * (per request, default 30000), `maxGap`, `maxRequest`, `concurrency`,
-     * `cachePages`, `retries`, `backoffMs`, `ifMatch`.
+     * `cachePages`, `retries`, `backoffMs`, `ifMatch`, `verify` (`true`,
+     * `"always"`, `"if-sealed"`: check records against `sums.zr`).
      */
     static open(url: string, options?: OpenOptions): Promise<Store>;
     /**
      * Requests and bytes spent so far: `{requests, bytes, retries,
-     * metaRequests, dataRequests, dictRequests, pageHits, pageMisses, cachedPages}`.
+     * metaRequests, dataRequests, dictRequests, sumsRequests, pageHits, pageMisses, cachedPages}`.
      */
     stats(): StoreStats;
+    /**
+     * Whether gathers check records against the store's checksum sidecar
+     * (opened with `verify` and sealed); a changed record then fails with
+     * code `ChecksumMismatch`.
+     */
+    readonly checked: boolean;
     /**
      * `"raw"`, `"zstd"` or `"zstd_dict"`.
      */
@@ -139,6 +149,7 @@ export type InitInput = RequestInfo | URL | Response | BufferSource | WebAssembl
 export interface InitOutput {
     readonly memory: WebAssembly.Memory;
     readonly __wbg_store_free: (a: number, b: number) => void;
+    readonly store_checked: (a: number) => number;
     readonly store_codec: (a: number, b: number) => void;
     readonly store_dtype: (a: number, b: number) => void;
     readonly store_fileSizes: (a: number) => any;
@@ -153,8 +164,8 @@ export interface InitOutput {
     readonly store_openFiles: (a: any, b: number) => any;
     readonly store_stats: (a: number) => any;
     readonly store_url: (a: number, b: number) => void;
-    readonly __wasm_bindgen_func_elem_544: (a: number, b: number, c: number, d: any) => void;
-    readonly __wasm_bindgen_func_elem_557: (a: number, b: number, c: any, d: any) => void;
+    readonly __wasm_bindgen_func_elem_568: (a: number, b: number, c: number, d: any) => void;
+    readonly __wasm_bindgen_func_elem_581: (a: number, b: number, c: any, d: any) => void;
     readonly __wbindgen_export: (a: number, b: number) => number;
     readonly __wbindgen_export2: (a: number, b: number, c: number, d: number) => number;
     readonly __wbindgen_export3: (a: number, b: number, c: number) => void;

@@ -21,6 +21,16 @@ export class Store {
         wasm.__wbg_store_free(ptr, 0);
     }
     /**
+     * Whether gathers check records against the store's checksum sidecar
+     * (opened with `verify` and sealed); a changed record then fails with
+     * code `ChecksumMismatch`.
+     * @returns {boolean}
+     */
+    get checked() {
+        const ret = wasm.store_checked(this.__wbg_ptr);
+        return ret !== 0;
+    }
+    /**
      * `"raw"`, `"zstd"` or `"zstd_dict"`.
      * @returns {string}
      */
@@ -172,7 +182,8 @@ export class Store {
      * `headers` (object or Headers sent with every request), `fetch` (a
      * fetch-compatible function), `signal` (AbortSignal), `timeoutMs`
      * (per request, default 30000), `maxGap`, `maxRequest`, `concurrency`,
-     * `cachePages`, `retries`, `backoffMs`, `ifMatch`.
+     * `cachePages`, `retries`, `backoffMs`, `ifMatch`, `verify` (`true`,
+     * `"always"`, `"if-sealed"`: check records against `sums.zr`).
      * @param {string} url
      * @param {OpenOptions} [options]
      * @returns {Promise<Store>}
@@ -185,7 +196,7 @@ export class Store {
     }
     /**
      * Requests and bytes spent so far: `{requests, bytes, retries,
-     * metaRequests, dataRequests, dictRequests, pageHits, pageMisses, cachedPages}`.
+     * metaRequests, dataRequests, dictRequests, sumsRequests, pageHits, pageMisses, cachedPages}`.
      * @returns {StoreStats}
      */
     stats() {
@@ -220,6 +231,11 @@ function __wbg_get_imports() {
         __wbg_Error_208446807d0d1e30: function(arg0, arg1) {
             const ret = Error(getStringFromWasm0(arg0, arg1));
             return ret;
+        },
+        __wbg___wbindgen_boolean_get_4f1baf9a00be3c74: function(arg0) {
+            const v = arg0;
+            const ret = typeof(v) === 'boolean' ? v : undefined;
+            return isLikeNone(ret) ? 0xFFFFFF : ret ? 1 : 0;
         },
         __wbg___wbindgen_debug_string_f249a2a76caa9a55: function(arg0, arg1) {
             const ret = debugString(arg1);
@@ -562,7 +578,7 @@ function __wbg_get_imports() {
                     const a = state0.a;
                     state0.a = 0;
                     try {
-                        return __wasm_bindgen_func_elem_557(a, state0.b, arg0, arg1);
+                        return __wasm_bindgen_func_elem_581(a, state0.b, arg0, arg1);
                     } finally {
                         state0.a = a;
                     }
@@ -596,7 +612,7 @@ function __wbg_get_imports() {
                     const a = state0.a;
                     state0.a = 0;
                     try {
-                        return __wasm_bindgen_func_elem_557(a, state0.b, arg0, arg1);
+                        return __wasm_bindgen_func_elem_581(a, state0.b, arg0, arg1);
                     } finally {
                         state0.a = a;
                     }
@@ -733,8 +749,8 @@ function __wbg_get_imports() {
             return ret;
         },
         __wbindgen_generic_0000000000000001: function(arg0, arg1) {
-            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [Externref], shim_idx: 112, ret: Result(Unit), inner_ret: Some(Result(Unit)) }, mutable: true }) -> Externref`.
-            const ret = makeMutClosure(arg0, arg1, __wasm_bindgen_func_elem_544);
+            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [Externref], shim_idx: 118, ret: Result(Unit), inner_ret: Some(Result(Unit)) }, mutable: true }) -> Externref`.
+            const ret = makeMutClosure(arg0, arg1, __wasm_bindgen_func_elem_568);
             return ret;
         },
         __wbindgen_generic_0000000000000002: function(arg0) {
@@ -762,14 +778,14 @@ function __wbg_get_imports() {
     };
 }
 
-function __wasm_bindgen_func_elem_557(arg0, arg1, arg2, arg3) {
-    wasm.__wasm_bindgen_func_elem_557(arg0, arg1, arg2, arg3);
+function __wasm_bindgen_func_elem_581(arg0, arg1, arg2, arg3) {
+    wasm.__wasm_bindgen_func_elem_581(arg0, arg1, arg2, arg3);
 }
 
-function __wasm_bindgen_func_elem_544(arg0, arg1, arg2) {
+function __wasm_bindgen_func_elem_568(arg0, arg1, arg2) {
     try {
         const retptr = wasm.__wbindgen_add_to_stack_pointer(-16) >>> 0;
-        wasm.__wasm_bindgen_func_elem_544(retptr, arg0, arg1, arg2);
+        wasm.__wasm_bindgen_func_elem_568(retptr, arg0, arg1, arg2);
         var r0 = getDataViewMemory0().getInt32(retptr + 4 * 0, true);
         var r1 = getDataViewMemory0().getInt32(retptr + 4 * 1, true);
         if (r1) {

@@ -2,6 +2,7 @@
 /* eslint-disable */
 export const memory: WebAssembly.Memory;
 export const __wbg_store_free: (a: number, b: number) => void;
+export const store_checked: (a: number) => number;
 export const store_codec: (a: number, b: number) => void;
 export const store_dtype: (a: number, b: number) => void;
 export const store_fileSizes: (a: number) => any;
@@ -16,8 +17,8 @@ export const store_open: (a: number, b: number, c: number) => any;
 export const store_openFiles: (a: any, b: number) => any;
 export const store_stats: (a: number) => any;
 export const store_url: (a: number, b: number) => void;
-export const __wasm_bindgen_func_elem_544: (a: number, b: number, c: number, d: any) => void;
-export const __wasm_bindgen_func_elem_557: (a: number, b: number, c: any, d: any) => void;
+export const __wasm_bindgen_func_elem_568: (a: number, b: number, c: number, d: any) => void;
+export const __wasm_bindgen_func_elem_581: (a: number, b: number, c: any, d: any) => void;
 export const __wbindgen_export: (a: number, b: number) => number;
 export const __wbindgen_export2: (a: number, b: number, c: number, d: number) => number;
 export const __wbindgen_export3: (a: number, b: number, c: number) => void;

@@ -30,8 +30,8 @@ command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || die "nginx is missing (
 command -v node >/dev/null || die "node is missing"
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 
-fixtures=$(cd "$repo/../shared/fixtures/loaderx-2.0.1" 2>/dev/null && pwd) \
-  || die "fixtures not found at ../shared/fixtures/loaderx-2.0.1"
+fixtures=$(cd "$repo/tests/fixtures/loaderx-2.0.1" 2>/dev/null && pwd) \
+  || die "fixtures not found at tests/fixtures/loaderx-2.0.1"
 
 step "playwright-core (npm, no browser download)"
 if { [ ! -d node_modules/playwright-core ] || [ ! -x node_modules/.bin/wasm-opt ]; }; then

@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
-fixtures=$(cd "$root/../shared/fixtures/loaderx-2.0.1" && pwd)
+fixtures=$(cd "$root/tests/fixtures/loaderx-2.0.1" && pwd)
 
 for tool in wasm-pack wasm-bindgen-test-runner node chromedriver; do
   command -v "$tool" >/dev/null || { echo "test-wasm: $tool is missing (run .ci/install)" >&2; exit 1; }

@@ -69,6 +69,15 @@ pub enum Error {
     #[error("dictionary training failed: {why}")]
     DictTraining { why: String },
 
+    /// Samples too few or too small for zstd's dictionary trainer, refused
+    /// before it runs: it would return an error (as loaderx 2.0.1 reports it)
+    /// or, for [`TooLittle::TrainingSplit`], crash.
+    #[error(
+        "dictionary training refused: {samples} samples of {bytes} bytes ({training_bytes} in zstd's \
+         training split): {rule}; use the zstd codec instead"
+    )]
+    TooLittleToTrain { samples: usize, bytes: usize, training_bytes: usize, rule: TooLittle },
+
     /// An operating-system error, with the file it happened on.
     #[error("{path}: {op}: {source}")]
     Io {
@@ -113,5 +122,36 @@ impl Error {
     #[allow(dead_code)] // unused when only the pure core is built (wasm32)
     pub(crate) fn io(path: impl Into<PathBuf>, op: &'static str, source: std::io::Error) -> Self {
         Error::Io { path: path.into(), op, source }
+    }
+}
+
+/// Which input rule of zstd's dictionary trainer (`ZDICT_trainFromBuffer`,
+/// zstd 1.5.x) a sample set breaks. The trainer trains on its first
+/// `floor(0.75 n)` samples (the training split) and tests on the rest.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TooLittle {
+    /// No samples at all (an empty store or array).
+    NoSamples,
+    /// Fewer than 7 samples: the training split needs 5 and the test split 1.
+    FewSamples,
+    /// Fewer than 8 bytes in all samples together.
+    FewBytes,
+    /// Fewer than 8 bytes in the training split, where zstd itself does not
+    /// check: its trainer divides by zero (SIGFPE, 7 bytes) or reads out of
+    /// bounds (SIGSEGV, fewer).
+    TrainingSplit,
+}
+
+impl std::fmt::Display for TooLittle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            TooLittle::NoSamples => "no records to train on",
+            TooLittle::FewSamples => "zstd needs at least 7 samples (5 to train on, 1 to test)",
+            TooLittle::FewBytes => "zstd needs at least 8 bytes of samples",
+            TooLittle::TrainingSplit => {
+                "zstd needs at least 8 bytes in its training split (the first 75% of the samples)"
+            }
+        })
     }
 }

@@ -2,7 +2,8 @@
 //! a strided sample of the records within a tier's byte budget, trained with
 //! zstd's `ZDICT_trainFromBuffer`.
 
-use crate::format::{Geometry, MAX_RECORD_BYTES};
+use crate::error::TooLittle;
+use crate::format::Geometry;
 use crate::{Batch, Error, Records, Result};
 
 /// Dictionary size and sample budget (loaderx's tiers).
@@ -48,8 +49,34 @@ impl std::str::FromStr for Tier {
     }
 }
 
-/// Least bytes in the trainer's 75% training split that we hand to zstd.
-const MIN_TRAINING_BYTES: usize = 256;
+/// Least samples zstd's trainer accepts: 5 in its training split (the first
+/// `floor(0.75 n)`) and 1 left to test on.
+pub const MIN_SAMPLES: usize = 7;
+
+/// Least bytes zstd's trainer accepts, in all and in its training split. It
+/// checks the total itself, but not the split: with 5 or more training
+/// samples of fewer than 8 bytes together, zstd 1.5.6 (loaderx 2.0.1's and
+/// ours) and 1.5.7 divide by zero (SIGFPE) or read out of bounds (SIGSEGV).
+pub const MIN_BYTES: usize = 8;
+
+/// Samples zstd's trainer would refuse or crash on, as the rule they break;
+/// `None` for samples it takes (it may still fail on uniform data).
+///
+/// `sizes` are the sample sizes in the order they are handed to zstd.
+pub fn too_little(sizes: &[usize]) -> Option<TooLittle> {
+    let training: usize = sizes[..sizes.len() * 3 / 4].iter().sum();
+    if sizes.is_empty() {
+        Some(TooLittle::NoSamples)
+    } else if sizes.iter().sum::<usize>() < MIN_BYTES {
+        Some(TooLittle::FewBytes)
+    } else if sizes.len() < MIN_SAMPLES {
+        Some(TooLittle::FewSamples)
+    } else if training < MIN_BYTES {
+        Some(TooLittle::TrainingSplit)
+    } else {
+        None
+    }
+}
 
 /// The indices loaderx samples: `unique(floor(linspace(0, n - 1, k)))` with
 /// `k = max(1, min(n, budget // record_bytes))`.
@@ -69,35 +96,43 @@ pub fn sample_indices(n: u64, record_bytes: u64, budget: u64) -> Vec<u64> {
     out
 }
 
-/// Train a dictionary from samples (each one record's stored logical bytes).
+/// Train a dictionary from records handed over one by one, as loaderx's
+/// `train_dict` takes an iterable: the records up to and including the one
+/// that reaches the tier's budget, each as its payload bytes.
 ///
 /// # Errors
-/// `DictTraining` when zstd cannot train (too few or too uniform samples).
+/// As [`train_on`].
 pub fn train_from_samples<'a>(samples: impl IntoIterator<Item = &'a [u8]>, tier: Tier) -> Result<Vec<u8>> {
+    let mut taken = 0;
+    let within = samples.into_iter().take_while(|s| {
+        let more = taken < tier.budget();
+        taken += s.len();
+        more
+    });
+    train_on(within, tier)
+}
+
+/// Train a dictionary on exactly these samples with zstd's
+/// `ZDICT_trainFromBuffer`, as loaderx's `train_dict` does once it has
+/// picked its sample: the same samples give the same dictionary, however few.
+///
+/// # Errors
+/// `TooLittleToTrain` for samples zstd refuses (loaderx 2.0.1 reports those
+/// as "too few or too small samples") or would crash on (see [`too_little`]);
+/// `DictTraining` when zstd cannot train on the rest (too uniform samples).
+pub fn train_on<'a>(samples: impl IntoIterator<Item = &'a [u8]>, tier: Tier) -> Result<Vec<u8>> {
     let mut flat = Vec::new();
     let mut sizes = Vec::new();
     for s in samples {
-        if flat.len() >= tier.budget() {
-            break;
-        }
         flat.extend_from_slice(s);
         sizes.push(s.len());
     }
-    if sizes.is_empty() {
-        return Err(Error::DictTraining { why: "no records to train on".into() });
-    }
-    // zstd's trainer trains on the first 75% of the samples and divides by
-    // zero (SIGFPE, zstd 1.5.7 COVER_computeEpochs) when those hold fewer
-    // than 8 bytes; refuse such tiny inputs before they reach it.
-    let training_bytes: usize = sizes[..sizes.len() * 3 / 4].iter().sum();
-    if training_bytes < MIN_TRAINING_BYTES {
-        return Err(Error::DictTraining {
-            why: format!(
-                "{} samples of {} bytes are too little to train a dictionary (zstd needs at least \
-                 {MIN_TRAINING_BYTES} bytes in its training split); use the zstd codec instead",
-                sizes.len(),
-                flat.len()
-            ),
+    if let Some(rule) = too_little(&sizes) {
+        return Err(Error::TooLittleToTrain {
+            samples: sizes.len(),
+            bytes: flat.len(),
+            training_bytes: sizes[..sizes.len() * 3 / 4].iter().sum(),
+            rule,
         });
     }
     zstd::dict::from_continuous(&flat, &sizes, tier.dict_size()).map_err(|e| Error::DictTraining {
@@ -112,7 +147,7 @@ pub fn train_from_samples<'a>(samples: impl IntoIterator<Item = &'a [u8]>, tier:
 /// Train from a Dense array of `rows.len() / row_bytes` records, sampled as loaderx does.
 ///
 /// # Errors
-/// `InvalidArgument` for a `row_bytes` that does not divide the array; `DictTraining`.
+/// `InvalidArgument` for a `row_bytes` that does not divide the array; as [`train_on`].
 pub fn train_dense(rows: &[u8], row_bytes: usize, tier: Tier) -> Result<Vec<u8>> {
     if row_bytes == 0 || !rows.len().is_multiple_of(row_bytes) {
         return Err(Error::InvalidArgument {
@@ -122,59 +157,58 @@ pub fn train_dense(rows: &[u8], row_bytes: usize, tier: Tier) -> Result<Vec<u8>>
     }
     let n = (rows.len() / row_bytes) as u64;
     let picks = sample_indices(n, row_bytes as u64, tier.budget() as u64);
-    train_from_samples(
-        picks.iter().map(|&i| &rows[i as usize * row_bytes..(i as usize + 1) * row_bytes]),
-        tier,
-    )
+    train_on(picks.iter().map(|&i| &rows[i as usize * row_bytes..(i as usize + 1) * row_bytes]), tier)
+}
+
+/// Records loaderx reads to size a Ragged store's records before sampling.
+pub const RAGGED_PREVIEW: u64 = 32;
+
+/// The record size loaderx samples a Ragged store by: the mean payload
+/// bytes of its first [`RAGGED_PREVIEW`] records (`preview`), floored, or 1.
+pub fn ragged_record_bytes(preview: impl IntoIterator<Item = u64>) -> u64 {
+    let (sum, count) = preview.into_iter().fold((0u64, 0u64), |(s, c), n| (s + n, c + 1));
+    (sum / count.max(1)).max(1)
 }
 
 /// Records gathered at once while sampling: few requests on a remote store,
 /// bounded memory on any.
 const TRAIN_GATHER: usize = 1024;
 
-/// Train from the records of any store, local or remote, sampled as loaderx
-/// samples them: their logical bytes (for Ragged stores the shape prefix
-/// too, since that is what each frame compresses).
+/// Train from the records of any store, local or remote, exactly as
+/// loaderx's `train_dict(store)` samples a store: the records at
+/// [`sample_indices`], each as its payload bytes (a Ragged record without
+/// its shape prefix).
 ///
 /// # Errors
-/// Read errors of the store; `DictTraining`.
+/// Read errors of the store; as [`train_on`].
 pub fn train_from_store(store: &(impl Records + ?Sized), tier: Tier) -> Result<Vec<u8>> {
     let info = store.info();
     let n = info.len();
-    let mean = match info.geometry() {
+    if n == 0 {
+        return train_on([], tier);
+    }
+    let record_bytes = match info.geometry() {
         Geometry::Dense { .. } => info.row_bytes().unwrap_or(1),
         Geometry::Ragged => {
-            let probe = sample_indices(n, 1, 4096);
-            let total: u64 = store.raw_locs(&probe)?.iter().map(|l| u64::from(l.logic_length)).sum();
-            total / probe.len().max(1) as u64
+            let preview: Vec<u64> = (0..n.min(RAGGED_PREVIEW)).collect();
+            match store.gather_any(&preview)? {
+                Batch::Ragged(b) => ragged_record_bytes(b.iter().map(|(_, bytes)| bytes.len() as u64)),
+                Batch::Dense(b) => b.bytes().len() as u64 / preview.len() as u64,
+            }
         }
-    }
-    .min(MAX_RECORD_BYTES);
-    let picks = sample_indices(n, mean, tier.budget() as u64);
+    };
+    let picks = sample_indices(n, record_bytes, tier.budget() as u64);
     let mut samples = Vec::with_capacity(picks.len());
-    let mut taken = 0usize;
     for chunk in picks.chunks(TRAIN_GATHER) {
-        if taken >= tier.budget() {
-            break;
-        }
-        let before = samples.len();
         match store.gather_any(chunk)? {
             Batch::Dense(b) => {
                 let row = b.bytes().len() / chunk.len();
-                samples.extend(b.bytes().chunks_exact(row.max(1)).map(<[u8]>::to_vec));
+                samples.extend((0..chunk.len()).map(|k| b.bytes()[k * row..(k + 1) * row].to_vec()));
             }
-            Batch::Ragged(b) => {
-                for (shape, bytes) in b.iter() {
-                    let mut logical = Vec::with_capacity(bytes.len() + 1 + 8 * shape.len());
-                    crate::format::ragged::write_prefix(shape, &mut logical);
-                    logical.extend_from_slice(bytes);
-                    samples.push(logical);
-                }
-            }
+            Batch::Ragged(b) => samples.extend(b.iter().map(|(_, bytes)| bytes.to_vec())),
         }
-        taken += samples[before..].iter().map(Vec::len).sum::<usize>();
     }
-    train_from_samples(samples.iter().map(Vec::as_slice), tier)
+    train_on(samples.iter().map(Vec::as_slice), tier)
 }
 
 #[cfg(test)]
@@ -197,10 +231,32 @@ mod tests {
         // Ten 1-byte samples made zstd's trainer divide by zero (SIGFPE).
         let samples: Vec<[u8; 1]> = (0..10u8).map(|i| [i]).collect();
         let err = train_from_samples(samples.iter().map(|s| &s[..]), Tier::Fast).unwrap_err();
-        assert!(matches!(err, Error::DictTraining { .. }), "{err}");
+        assert!(
+            matches!(
+                err,
+                Error::TooLittleToTrain {
+                    samples: 10,
+                    bytes: 10,
+                    training_bytes: 7,
+                    rule: TooLittle::TrainingSplit
+                }
+            ),
+            "{err}"
+        );
         for n in 0..40usize {
             let samples: Vec<Vec<u8>> = (0..n).map(|i| vec![i as u8; i % 9]).collect();
             let _ = train_from_samples(samples.iter().map(Vec::as_slice), Tier::Fast);
         }
+    }
+
+    #[test]
+    fn too_little_follows_zstd_checks_in_order() {
+        assert_eq!(too_little(&[]), Some(TooLittle::NoSamples));
+        assert_eq!(too_little(&[1; 7]), Some(TooLittle::FewBytes));
+        assert_eq!(too_little(&[100; 6]), Some(TooLittle::FewSamples));
+        // floor(0.75 * 7) = 5 training samples: 7 bytes crash zstd, 8 train.
+        assert_eq!(too_little(&[1, 1, 1, 1, 3, 50, 50]), Some(TooLittle::TrainingSplit));
+        assert_eq!(too_little(&[1, 1, 1, 1, 4, 0, 0]), None);
+        assert_eq!(too_little(&[24; 7]), None);
     }
 }

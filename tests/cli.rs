@@ -157,7 +157,7 @@ fn recode_keeps_every_record_for_each_codec() {
             let src = f.path();
             let mut args: Vec<&dyn AsRef<std::ffi::OsStr>> = vec![&"recode", &"-q", &src, &out, &"--codec"];
             args.push(&codec);
-            // Most fixtures are too small to train a dictionary: lend them one.
+            // Fixtures of fewer than 7 records are too few to train a dictionary: lend them one.
             if codec == "zstd_dict" {
                 args.extend([&"--dict" as &dyn AsRef<std::ffi::OsStr>, &dict]);
             }
@@ -694,6 +694,48 @@ fn train_dict_from_store_and_npy() {
     assert!(err.contains("--dict needs --codec zstd_dict"), "{err}");
 }
 
+/// Stores of a few records train as in loaderx (issue 10: these were refused).
+#[test]
+fn recode_and_train_dict_take_small_stores() {
+    let dir = tmp();
+    for name in ["dense-f64-raw", "dense-f16-zstd", "dense-i32-bigendian-zstd", "dense-bool-raw"] {
+        let src = fixtures_dir().join(name);
+        let dict = dir.path().join(format!("{name}.dict"));
+        ok(&[&"train-dict", &src, &"--tier", &"fast", &"-o", &dict]);
+        let dict = std::fs::read(&dict).unwrap();
+        assert!(
+            dict.starts_with(&[0x37, 0xA4, 0x30, 0xEC]) && dict.len() < 1024,
+            "{name}: {} bytes",
+            dict.len()
+        );
+        let out = dir.path().join(format!("{name}-zstd_dict"));
+        ok(&[&"recode", &"-q", &src, &out, &"--codec", &"zstd_dict", &"--dict-tier", &"fast"]);
+        assert_eq!(
+            std::fs::read(out.join("dict.zr")).unwrap(),
+            dict,
+            "{name}: recode trains the same dictionary"
+        );
+        assert_eq!(checksum_lines(&out), checksum_lines(&src), "{name}");
+        ok(&[&"verify", &out]);
+    }
+    // loaderx 2.0.1 made the 7 x 3 float64 store's fast dictionary 246 bytes long.
+    let f64_dict = std::fs::read(dir.path().join("dense-f64-raw.dict")).unwrap();
+    assert_eq!(f64_dict.len(), 246);
+    // A Ragged store trains on its payloads as loaderx does: the fixture's
+    // dictionary is loaderx's train_dict of the same 200 records.
+    let tokens = dir.path().join("tokens.dict");
+    ok(&[&"train-dict", &fixtures_dir().join("ragged-i32-tokens-raw"), &"--tier", &"fast", &"-o", &tokens]);
+    assert_eq!(
+        std::fs::read(&tokens).unwrap(),
+        std::fs::read(fixtures_dir().join("ragged-i32-tokens-zstd_dict/dict.zr")).unwrap()
+    );
+    // Four records are too few for zstd (and for loaderx): a clear refusal.
+    let err =
+        fails(&[&"train-dict", &fixtures_dir().join("dense-S5-raw"), &"-o", &dir.path().join("s5.dict")]);
+    assert!(err.contains("zstd needs at least 7 samples"), "{err}");
+    assert!(!dir.path().join("s5.dict").exists());
+}
+
 // --------------------------------------------------------------------- demo
 
 #[test]
@@ -721,10 +763,7 @@ fn demo_writes_stores_that_verify() {
 // ------------------------------------------------------------ NumPy interop
 
 fn numpy_python() -> Option<PathBuf> {
-    let p = std::env::var("ZRECORD_LOADERX_PYTHON").map(PathBuf::from).unwrap_or_else(|_| {
-        let home = std::env::var("HOME").unwrap_or_else(|_| "/root".into());
-        Path::new(&home).join(".cache/zrecord/venv-loaderx/bin/python")
-    });
+    let p = common::loaderx_python_path();
     p.exists().then_some(p)
 }
 

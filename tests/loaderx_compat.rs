@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{fixtures, fixtures_dir, run_loaderx, FixtureStore};
+use common::{fixtures, fixtures_dir, loaderx_verify, FixtureStore};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use zrecord::train::{train_from_samples, Tier};
@@ -90,8 +90,7 @@ fn our_stores_read_back_by_us_and_by_loaderx() {
     let ours = json!({"loaderx": "2.0.1", "stores": entries, "unpublished": []});
     std::fs::write(out.join("manifest.json"), serde_json::to_vec_pretty(&ours).unwrap()).unwrap();
 
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/compat/loaderx_fixtures.py");
-    let run = run_loaderx([script.as_os_str(), "verify".as_ref(), out.join("manifest.json").as_os_str()]);
+    let run = loaderx_verify(&out.join("manifest.json"));
     let stdout = String::from_utf8_lossy(&run.stdout);
     assert!(stdout.contains(&format!("{count} passed, 0 failed")), "loaderx rejected our stores:\n{stdout}");
     assert!(

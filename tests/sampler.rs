@@ -9,7 +9,7 @@ use zrecord::Error;
 const MAX: u64 = u64::MAX;
 
 fn golden() -> serde_json::Value {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/fixtures/zsampler-golden.json");
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/zsampler-golden.json");
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
     serde_json::from_str(&text).expect("golden JSON parses")
 }

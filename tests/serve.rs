@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use zrecord::serve::{self, ServeConfig, ServerHandle};
 
-const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/fixtures/loaderx-2.0.1");
+const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/loaderx-2.0.1");
 
 #[derive(Debug)]
 struct Resp {

@@ -70,7 +70,7 @@ fn counting_counts_reads_and_bytes() {
 /// exactly its stored bytes. (Zero-copy sources are borrowed once per gather.)
 #[test]
 fn a_gather_reads_each_record_once() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/loaderx-2.0.1");
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/loaderx-2.0.1");
     for name in ["ragged-i32-tokens-zstd", "dense-u8-img-raw", "dense-u8-img-zstd"] {
         let file = |f: &str| File::open(dir.join(name).join(f)).unwrap();
         let data = std::sync::Arc::new(Counting::new(PreadSource::new(file("data.zr")).unwrap()));

@@ -9,8 +9,8 @@ use super::common::{shape_text, size, Cleanup, CliResult, CodecArgs, Ctx, Fail, 
 use super::npyfile::NpyIn;
 use super::records::CHUNK_BYTES;
 use std::path::PathBuf;
-use zrecord::format::{ragged, ByteOrder, Kind};
-use zrecord::train::{sample_indices, train_from_samples};
+use zrecord::format::{ByteOrder, Kind};
+use zrecord::train::{ragged_record_bytes, sample_indices, train_on, RAGGED_PREVIEW};
 use zrecord::Writer;
 
 #[derive(clap::Subcommand, Debug)]
@@ -143,19 +143,11 @@ fn run_ragged(ctx: &Ctx, a: RaggedArgs) -> CliResult {
     let data = values.data();
     let record = |i: usize| &data[offsets[i] as usize * item..offsets[i + 1] as usize * item];
     let cleanup = Cleanup::store(&a.out)?;
+    // Sampled as loaderx's `train_dict` samples the Ragged store this becomes.
     let options = a.codec.options(ctx, |tier| {
-        let mean = data.len() as u64 / n.max(1);
-        let samples: Vec<Vec<u8>> = sample_indices(n, mean, tier.budget() as u64)
-            .into_iter()
-            .map(|i| {
-                let payload = record(i as usize);
-                let mut logical = Vec::with_capacity(9 + payload.len());
-                ragged::write_prefix(&[(payload.len() / item) as u64], &mut logical);
-                logical.extend_from_slice(payload);
-                logical
-            })
-            .collect();
-        Ok(train_from_samples(samples.iter().map(Vec::as_slice), tier)?)
+        let preview = (0..n.min(RAGGED_PREVIEW) as usize).map(|i| record(i).len() as u64);
+        let picks = sample_indices(n, ragged_record_bytes(preview), tier.budget() as u64);
+        Ok(train_on(picks.into_iter().map(|i| record(i as usize)), tier)?)
     })?;
     let dtype = values.header.dtype.as_str();
     let mut w = Writer::create_ragged(&a.out, dtype, options)?;

@@ -6,7 +6,7 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use zrecord::npy::{self, NpyHeader};
 use zrecord::source::{mmap::MmapSource, ByteSource};
-use zrecord::train::{sample_indices, train_from_samples, Tier};
+use zrecord::train::{sample_indices, train_on, Tier};
 
 pub struct NpyIn {
     pub path: PathBuf,
@@ -91,6 +91,6 @@ impl NpyIn {
         let picks = sample_indices(self.rows(), self.row_bytes() as u64, tier.budget() as u64);
         let mut buf = Vec::new();
         let samples: Vec<Vec<u8>> = picks.iter().map(|&i| self.rows_c(i..i + 1, &mut buf).to_vec()).collect();
-        Ok(train_from_samples(samples.iter().map(Vec::as_slice), tier)?)
+        Ok(train_on(samples.iter().map(Vec::as_slice), tier)?)
     }
 }

@@ -20,16 +20,11 @@ pub struct FixtureStore {
 }
 
 impl FixtureStore {
-    /// Record `i`'s payload as stored. The manifest holds NumPy's view of
-    /// `|S` scalars, which drops trailing NUL bytes; stores keep the full item.
+    /// Record `i`'s payload bytes, exactly as stored (`|S` and `<U` items
+    /// whole, trailing NULs included).
     pub fn record_bytes(&self, i: usize) -> Vec<u8> {
-        let (shape, off, n) = &self.records[i];
-        let mut bytes = self.expected[*off..*off + *n].to_vec();
-        if let Some(size) = self.dtype.strip_prefix("|S") {
-            let items: usize = shape.iter().product::<u64>() as usize;
-            bytes.resize(items * size.parse::<usize>().unwrap(), 0);
-        }
-        bytes
+        let (_, off, n) = &self.records[i];
+        self.expected[*off..*off + *n].to_vec()
     }
 }
 

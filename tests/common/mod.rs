@@ -6,9 +6,9 @@ mod manifest;
 pub use manifest::FixtureStore;
 use std::path::{Path, PathBuf};
 
-/// `../shared/fixtures/loaderx-2.0.1`
+/// `tests/fixtures/loaderx-2.0.1`: the stores loaderx 2.0.1 wrote, with their manifest
 pub fn fixtures_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/loaderx-2.0.1")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/loaderx-2.0.1")
 }
 
 impl FixtureStore {
@@ -39,22 +39,43 @@ pub fn unpublished() -> Vec<String> {
     manifest::unpublished(&manifest_bytes())
 }
 
-/// The Python with loaderx 2.0.1 that `.ci/install` sets up
-/// (`ZRECORD_LOADERX_PYTHON` overrides it). Panics, never skips, when it is missing.
+/// Where the Python with loaderx 2.0.1 that `.ci/install` sets up lives:
+/// `$ZRECORD_LOADERX_PYTHON`, else `bin/python` of the venv at `$ZRECORD_VENV`
+/// (default `~/.cache/zrecord/venv-loaderx`, as in `.ci/install`). It may not exist.
+pub fn loaderx_python_path() -> PathBuf {
+    if let Ok(p) = std::env::var("ZRECORD_LOADERX_PYTHON") {
+        return PathBuf::from(p);
+    }
+    let venv = std::env::var("ZRECORD_VENV").map(PathBuf::from).unwrap_or_else(|_| {
+        let home = std::env::var("HOME").unwrap_or_else(|_| "/root".into());
+        Path::new(&home).join(".cache/zrecord/venv-loaderx")
+    });
+    venv.join("bin/python")
+}
+
+/// The Python with loaderx 2.0.1 (see [`loaderx_python_path`]). Panics, never
+/// skips, when it is missing.
 pub fn loaderx_python() -> PathBuf {
-    let python = match std::env::var("ZRECORD_LOADERX_PYTHON") {
-        Ok(p) => PathBuf::from(p),
-        Err(_) => {
-            let home = std::env::var("HOME").unwrap_or_else(|_| "/root".into());
-            Path::new(&home).join(".cache/zrecord/venv-loaderx/bin/python")
-        }
-    };
+    let python = loaderx_python_path();
     assert!(
         python.exists(),
         "{} missing: run .ci/install to set up the loaderx 2.0.1 venv",
         python.display()
     );
     python
+}
+
+/// `tests/compat/loaderx_verify.py`: opens every store a manifest lists with
+/// the real loaderx and checks its records' bytes.
+pub fn loaderx_verify_script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/compat/loaderx_verify.py")
+}
+
+/// Have loaderx 2.0.1 check every store `manifest` lists (the format of the
+/// fixtures' `manifest.json`); its report, one line per store and then
+/// `P passed, F failed`.
+pub fn loaderx_verify(manifest: &Path) -> std::process::Output {
+    run_loaderx([loaderx_verify_script().as_os_str(), manifest.as_os_str()])
 }
 
 /// Copy every file of the store at `src` into `dst` (created).
