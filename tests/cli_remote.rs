@@ -309,7 +309,8 @@ fn verify_over_http_batches_its_requests() {
         serde_json::from_str(&ok(&[&"verify", &"--json", &format!("{}/many/", server.origin())])).unwrap();
     assert_eq!(v["ok"], true);
     let requests = v["requests"].as_u64().unwrap();
-    assert!(requests <= 4, "{requests} requests for 3000 records");
+    // Open, data.zr's size, locations and frames, and the sealed store's sidecar.
+    assert!(requests <= 5, "{requests} requests for 3000 records");
 }
 
 #[test]

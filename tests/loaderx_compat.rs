@@ -6,9 +6,10 @@ mod common;
 use common::{fixtures, fixtures_dir, loaderx_verify, FixtureStore};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
+use zrecord::format::Verify;
 use zrecord::train::{train_from_samples, Tier};
 use zrecord::Records;
-use zrecord::{Codec, CreateOptions, Geometry, Store, Writer};
+use zrecord::{Codec, CreateOptions, Geometry, OpenOptions, Store, Writer};
 
 /// Write `f`'s records to `dir` with `codec` (appending in three batches, so
 /// records span appends as in the fixtures).
@@ -68,8 +69,11 @@ fn our_stores_read_back_by_us_and_by_loaderx() {
         for codec in [Codec::Raw, Codec::Zstd, Codec::ZstdDict] {
             let name = format!("{}--as-{}", f.name, codec.name());
             write_copy(&f, &out.join(&name), codec);
-            // Our reader first.
-            let store = Store::open(out.join(&name)).unwrap();
+            // Sealed, as our writer leaves every store: loaderx must read it all the same.
+            assert!(out.join(&name).join("sums.zr").exists(), "{name}: not sealed");
+            // Our reader first, every record checked against the sidecar.
+            let checked = OpenOptions { verify: Verify::Always, ..Default::default() };
+            let store = Store::open_with(out.join(&name), checked).unwrap();
             assert_eq!((store.len(), store.codec()), (f.len, codec));
             for i in 0..f.len {
                 let (shape, bytes) = store.get(i).unwrap();
