@@ -10,6 +10,8 @@ import { RecordTable } from './table.js';
 import { renderRecord } from './record.js';
 import { BatchView } from './batch.js';
 import { NetworkPanel } from './network.js';
+import { tokenizerFor } from './tokenizer.js';
+import { DatasetView, misaligned } from './dataset.js';
 
 const $ = (sel) => document.querySelector(sel);
 
@@ -31,6 +33,10 @@ const state = {
   recordCtl: null,
   serverStores: [], // from /api/stores
   localStores: [], // [{name, files}] from a picked folder
+  tokenizer: null, // the Tokenizer attached to the open store, if any
+  dataset: null, // the open DatasetView
+  datasetStreams: [], // its StreamClients
+  firstPainted: false,
 };
 window.zrecordViewer = { state, client };
 
@@ -38,7 +44,8 @@ window.zrecordViewer = { state, client };
 
 function readHash() {
   const p = new URLSearchParams(location.hash.slice(1));
-  return { url: p.get('url'), index: p.has('i') ? Number(p.get('i')) : null };
+  const urls = p.getAll('url');
+  return { url: urls[0] ?? null, urls, index: p.has('i') ? Number(p.get('i')) : null };
 }
 
 function writeHash(url, index) {
@@ -52,7 +59,12 @@ function writeHash(url, index) {
 }
 
 function onHash() {
-  const { url, index } = readHash();
+  const { url, urls, index } = readHash();
+  if (urls.length > 1) {
+    const key = urls.map(absolute).join(' ');
+    if (state.source?.dataset !== key) openDataset(urls.map((u) => ({ name: shortName(absolute(u)), url: absolute(u) })), { key });
+    return;
+  }
   if (url && (!state.source || state.source.url !== absolute(url))) {
     $('#url').value = url;
     openSource({ url: absolute(url) }, index);
@@ -87,12 +99,27 @@ async function openSource(source, index = null) {
     summary = await client.open(source.url ? { url: source.url } : { files: source.files }, ctl.signal);
   } catch (e) {
     if (isAbort(e)) return;
+    // A folder whose sub-folders are stores is a dataset.
+    const kids = source.url && /not found|404/i.test(e.message) ? await childStores(source.url) : [];
+    if (state.openCtl !== ctl) return;
+    if (kids.length) {
+      openDataset(kids, { key: source.url, url: source.url });
+      return;
+    }
     network.error(e.message);
     showProblem(e, source);
     return;
   }
   if (state.openCtl !== ctl) return;
   state.summary = summary;
+  state.tokenizer = null;
+  if (source.url) {
+    tokenizerFor(source.url).then((tok) => {
+      if (!tok || state.source !== source) return;
+      state.tokenizer = tok;
+      if (state.selected >= 0) selectRecord(state.selected);
+    }, () => {});
+  }
   state.dt = parseDtype(summary.dtype);
   state.prefs = {};
   document.title = `${source.url ? shortName(source.url) : source.name} · zrecord viewer`;
@@ -113,6 +140,7 @@ async function openSource(source, index = null) {
 }
 
 function closeStore() {
+  closeDataset();
   state.table?.destroy();
   state.batch?.destroy();
   state.recordCtl?.abort();
@@ -175,13 +203,125 @@ async function selectRecord(i) {
   delete view.dataset.loading;
   // data.zr's size is known once a record was read from it.
   if (overview.files && overview.files['data.zr'] == null) client.info().then((s) => overview.refreshFiles(s.info), () => {});
+  const source = state.source;
   renderRecord(view, recs[0], {
     dt: state.dt,
     loc,
     n: state.summary.len,
     prefs: state.prefs,
     onNav: (j) => state.table.select(j, 'nearest'),
+    tokens: {
+      storeUrl: source?.url || null,
+      current: state.tokenizer,
+      onChange: (tok) => {
+        if (state.source !== source) return;
+        state.tokenizer = tok;
+        selectRecord(state.selected);
+      },
+    },
   });
+  markFirstRecord();
+}
+
+/**
+ * For the first-record benchmark (benches/viewer/first-record.mjs): the time
+ * from navigation start to the frame after the first record was drawn.
+ */
+function markFirstRecord() {
+  if (state.firstPainted) return;
+  state.firstPainted = true;
+  performance.mark('zr:first-record');
+  requestAnimationFrame(() => setTimeout(() => {
+    window.zrFirstRecordPainted = performance.now();
+  }, 0));
+}
+
+// ---------------------------------------------------------------- datasets
+
+/** The stores one folder level below `url` on this server (from /api/stores). */
+async function childStores(url) {
+  const list = await serverStoresReady;
+  const dir = new URL(url).pathname.replace(/\/?$/, '/');
+  return list
+    .filter((s) => {
+      const p = new URL(absolute(s.url)).pathname;
+      return new URL(absolute(s.url)).origin === new URL(url).origin && p !== dir && p.startsWith(dir) && !p.slice(dir.length, -1).includes('/');
+    })
+    .map((s) => ({ name: decodeURIComponent(new URL(absolute(s.url)).pathname.slice(dir.length, -1)), url: absolute(s.url) }))
+    .sort((a, b) => a.name.localeCompare(b.name));
+}
+
+/**
+ * Open `streams` ([{name, url} | {name, files}]) as one dataset: every one
+ * must hold the same number of records, or the dataset is refused.
+ */
+async function openDataset(streams, { key, url = null } = {}) {
+  state.openCtl?.abort();
+  closeStore();
+  const ctl = new AbortController();
+  state.openCtl = ctl;
+  const source = { dataset: key || streams.map((s) => s.url || s.name).join(' '), url, streams };
+  state.source = source;
+  network.reset();
+  $('#layout').classList.add('dataset-mode');
+  showOnly('loading');
+  const clients = streams.map((s, k) => client.stream(`ds:${k}`));
+  state.datasetStreams = clients;
+  let summaries;
+  try {
+    summaries = await Promise.all(streams.map((s, k) => clients[k].open(s.url ? { url: s.url } : { files: s.files }, ctl.signal)
+      .catch((e) => {
+        e.message = `${s.name}: ${e.message}`;
+        throw e;
+      })));
+  } catch (e) {
+    if (isAbort(e) || state.openCtl !== ctl) return;
+    network.error(e.message);
+    showProblem(e, streams[0].url ? { url: streams[0].url } : { files: [], name: streams[0].name });
+    return;
+  }
+  if (state.openCtl !== ctl) return;
+  const opened = streams.map((s, k) => ({ ...s, client: clients[k], summary: summaries[k] }));
+  const why = misaligned(opened);
+  if (why) {
+    refuseDataset(opened, why);
+    return;
+  }
+  const name = url ? shortName(url) : 'dataset';
+  document.title = `${name} (dataset) · zrecord viewer`;
+  showOnly('dataset');
+  state.dataset = new DatasetView({ table: $('#records'), side: $('#dataset-side') }, opened, {
+    onSelect: (i) => {
+      if (url) writeHash(url, i);
+    },
+    onError: (e, s) => network.error(`${s.name}: ${e.message}`),
+    onFirstRows: () => markFirstRecord(),
+  });
+  const { index } = readHash();
+  if (index != null && index >= 0 && index < summaries[0].len) state.dataset.select(index, true);
+}
+
+function refuseDataset(opened, why) {
+  showOnly('problem');
+  setChildren($('#problem'), h('div.problem', { dataset: { kind: 'dataset-misaligned' } },
+    h('h1#problem-title', 'These stores do not line up as one dataset'),
+    h('p#problem-text', `Refused: ${why}.`),
+    h('h3', 'How to fix it'),
+    h('ul', h('li', 'A dataset is stores written side by side, one record per sample in each: rebuild the shorter streams, or leave the odd one out of the folder.'),
+      h('li', 'Each store can still be opened on its own:')),
+    h('div.store-list', opened.filter((s) => s.url).map((s) => storeLink(s.name, `${fmtInt(s.summary.len)} records`, null, `#url=${encodeURIComponent(s.url)}`))),
+    h('p', h('button', { onclick: () => { writeHash(null); showWelcome(); } }, 'Back'))));
+  $('#problem').dataset.kind = 'dataset-misaligned';
+}
+
+function closeDataset() {
+  state.dataset?.destroy();
+  state.dataset = null;
+  for (const c of state.datasetStreams) c.close().catch(() => {});
+  state.datasetStreams = [];
+  $('#layout').classList.remove('dataset-mode');
+  $('#records').classList.remove('dataset');
+  setChildren($('#dataset-side'));
 }
 
 function setTab(tab) {
@@ -200,8 +340,9 @@ function showOnly(what) {
   const workspace = what === 'workspace' || what === 'loading';
   $('#welcome').hidden = what !== 'welcome';
   $('#problem').hidden = what !== 'problem';
-  $('#records').hidden = !workspace;
-  $('#detail').hidden = !workspace;
+  $('#records').hidden = !workspace && what !== 'dataset';
+  $('#detail').hidden = !workspace || $('#layout').classList.contains('dataset-mode');
+  $('#dataset-side').hidden = what !== 'dataset';
   if (what !== 'workspace') {
     $('#overview').hidden = true;
     $('#sizes').hidden = true;
@@ -266,16 +407,36 @@ function storeLink(label, detail, onclick, href) {
   return h('a.store-link', { href: href || '#', onclick: (e) => { if (!href) e.preventDefault(); onclick?.(e); } }, h('b', label), h('span', detail));
 }
 
-async function loadServerStores() {
-  let list;
+/** /api/stores of the server this page came from ([] when there is none). */
+async function fetchServerStores() {
   try {
     const r = await fetch('api/stores', { headers: { Accept: 'application/json' } });
-    if (!r.ok || !(r.headers.get('content-type') || '').includes('json')) return;
-    list = await r.json();
+    if (!r.ok || !(r.headers.get('content-type') || '').includes('json')) return [];
+    const list = await r.json();
+    return Array.isArray(list) ? list : [];
   } catch {
-    return;
+    return [];
   }
-  if (!Array.isArray(list) || !list.length) return;
+}
+const serverStoresReady = fetchServerStores();
+
+/** Folders on this server holding two or more stores: [{path, url, names}]. */
+function datasetFolders(list) {
+  const byParent = new Map();
+  for (const s of list) {
+    const segs = (s.path || '').split('/').filter(Boolean);
+    if (segs.length < 2) continue; // stores right under the root are not grouped
+    const parent = segs.slice(0, -1).join('/');
+    if (!byParent.has(parent)) byParent.set(parent, []);
+    byParent.get(parent).push(segs[segs.length - 1]);
+  }
+  return [...byParent].filter(([, names]) => names.length >= 2)
+    .map(([path, names]) => ({ path, url: `/${path.split('/').map(encodeURIComponent).join('/')}/`, names: names.sort() }));
+}
+
+async function loadServerStores() {
+  const list = await serverStoresReady;
+  if (!list.length) return;
   state.serverStores = list;
   const sel = $('#store-select');
   setChildren(sel, h('option', { value: '' }, `Stores on this server (${list.length})`),
@@ -285,6 +446,9 @@ async function loadServerStores() {
     if (sel.value) location.hash = `url=${encodeURIComponent(sel.value)}`;
     sel.value = '';
   };
+  const sets = datasetFolders(list);
+  setChildren($('#server-datasets'), sets.length ? [h('h2', `Datasets on this server (${sets.length})`),
+    h('div.store-list', sets.map((d) => storeLink(d.path, `${d.names.length} streams: ${d.names.join(', ')}`, null, `#url=${encodeURIComponent(d.url)}`)))] : null);
   setChildren($('#server-stores'), h('h2', `On this server (${list.length})`),
     h('div.store-list', list.map((s) => {
       const total = Object.values(s.files || {}).reduce((a, b) => a + b, 0);
@@ -330,6 +494,8 @@ function openLocal(entries) {
   const shared = stores.every((s) => s.name.startsWith(`${top}/`));
   const label = (s) => (shared ? s.name.slice(top.length + 1) : s.name);
   setChildren($('#local-stores'), h('h2', `In ${shared ? top : 'the chosen folder'} (${stores.length}, on this computer)`),
+    h('p', h('button#open-local-dataset', { onclick: () => openDataset(stores.map((s) => ({ name: label(s), files: s.files }))) }, `Open all ${stores.length} as one dataset`),
+      h('span.muted', ' (their record i side by side; they must hold the same number of records)')),
     h('div.store-list', stores.map((s) => storeLink(label(s), fmtBytes(s.files.reduce((a, f) => a + f.size, 0)), () => openSource(s)))));
   $('#local-stores').scrollIntoView({ block: 'nearest' });
 }

@@ -6,68 +6,172 @@
 // posts {type: 'stats', stats, inflight} whenever the network counters may
 // have changed. {op: 'cancel', target} aborts request `target`.
 
-import { parseDtype, summarize, isNumeric } from './dtype.js';
+// Start-up is on the critical path of the first record on screen, so the
+// worker overlaps everything it can: the wasm is fetched and compiled by
+// streaming while its JS glue and dtype.js load (dynamic imports, not static
+// ones that would run one after the other), and a `preopen` posted by boot.js
+// the moment the page knows the store's URL fetches meta.zr (and dict.zr) and
+// then record `i` before the page's modules have even run. The page's later
+// `open` and `records` calls for the same URL and record take those results.
 
-let wasm = null; // the wasm-bindgen module, once loaded
-let store = null; // the open Store
-let dtype = null;
-let openGeneration = 0;
-const inflight = new Map(); // request id -> AbortController
-
-async function loadWasm() {
-  if (wasm) return wasm;
+const wasmResponse = fetch(new URL('./pkg/zrecord_bg.wasm', import.meta.url));
+wasmResponse.catch(() => {});
+const wasmReady = (async () => {
   let mod;
   try {
     mod = await import('./pkg/zrecord.js');
   } catch (e) {
     throw new Error(`unpublished viewer build: the wasm reader (pkg/zrecord.js) is missing or failed to load (${e.message}). Build it with scripts/build-pkg.sh (wasm-pack build --target web), then rebuild zrecord.`);
   }
-  await mod.default();
-  wasm = mod;
-  return wasm;
+  await mod.default({ module_or_path: wasmResponse });
+  return mod;
+})();
+wasmReady.catch(() => {});
+const dtypeReady = import('./dtype.js');
+dtypeReady.catch(() => {});
+
+/** Open stores by key: 'main' is the store view's, others a dataset's streams. */
+const stores = new Map(); // key -> {store, dtype, url}
+let openGeneration = 0;
+const inflight = new Map(); // request id -> AbortController
+/** The store boot.js asked for early: {url, index, opened: Promise<Store>, first: Promise<batch> | null}. */
+let early = null;
+
+// What Store.open asks for first (src/remote/store.rs): meta.zr's first
+// location page, then, for zstd_dict stores, dict.zr up to 64 MiB + 1 byte.
+const META_RANGE = `bytes=0-${(64 << 10) - 1}`;
+const DICT_RANGE = `bytes=0-${64 << 20}`;
+const prefetched = new Map(); // `${url} ${range}` -> Promise<Response>
+const peeking = new Map(); // store base URL -> Promise settled once the dict.zr prefetch is decided
+
+/**
+ * The fetch the reader uses: bypasses the browser's HTTP cache, and answers
+ * a request that was prefetched with the prefetched response (once).
+ * Revalidating a cached range would send If-Range, and a file changed on
+ * the server then comes back whole (200) instead of as a range with a new
+ * ETag, which the reader reports as "store changed"; the reader keeps its
+ * own page cache.
+ */
+async function readerFetch(input, init) {
+  const url = typeof input === 'string' ? input : input.url;
+  const range = new Headers(init?.headers || (typeof input === 'string' ? undefined : input.headers)).get('range');
+  const key = `${url} ${range}`;
+  // The reader may ask for dict.zr in the same task that hands it meta.zr,
+  // before the prefetch below has looked at the header: wait for that look.
+  if (url.endsWith('/dict.zr')) await peeking.get(url.slice(0, -'dict.zr'.length));
+  const hit = prefetched.get(key);
+  if (hit) {
+    prefetched.delete(key);
+    return hit;
+  }
+  return fetch(input, Object.assign(init || {}, { cache: 'no-store' }));
+}
+
+/** Fetch meta.zr's first page (and dict.zr when the header says zstd_dict) now. */
+function prefetchStore(url) {
+  if (url.includes('?') || url.includes('#')) return;
+  const base = url.endsWith('/meta.zr') ? url.slice(0, -'meta.zr'.length) : url.endsWith('/') ? url : `${url}/`;
+  const meta = fetch(`${base}meta.zr`, { headers: { Range: META_RANGE }, cache: 'no-store' });
+  prefetched.set(`${base}meta.zr ${META_RANGE}`, meta);
+  const peek = meta.then(async (r) => {
+    if (r.status !== 206) return;
+    // The codec is byte 31 of the 32-byte header; 2 is zstd_dict.
+    const head = new Uint8Array(await r.clone().arrayBuffer());
+    if (head.length >= 32 && head[31] === 2) {
+      prefetched.set(`${base}dict.zr ${DICT_RANGE}`, fetch(`${base}dict.zr`, { headers: { Range: DICT_RANGE }, cache: 'no-store' }));
+    }
+  }).catch(() => {});
+  peeking.set(base, peek);
+  peek.then(() => peeking.delete(base));
+}
+
+function preopen({ url, index }) {
+  prefetchStore(url);
+  const opened = wasmReady.then((mod) => mod.Store.open(url, { fetch: readerFetch }));
+  early = { url, index: index ?? 0, opened, first: null };
+  const mine = early;
+  opened.then((s) => {
+    if (early !== mine || !(mine.index >= 0 && mine.index < Number(s.len))) return;
+    mine.first = s.gather(Uint32Array.of(mine.index));
+    mine.first.catch(() => {});
+  }, () => {});
+}
+
+// boot.js names the worker after the store it should open at once, so the
+// reads start now rather than when a message gets through.
+try {
+  const boot = self.name ? JSON.parse(self.name) : null;
+  if (boot?.preopen) preopen({ url: boot.preopen, index: boot.index });
+} catch {
+  // not a boot name
 }
 
 const ops = {
-  async open({ url, headers, files }, signal) {
-    const mod = await loadWasm();
+  async open({ url, headers, files, key = 'main' }, signal) {
+    const mod = await wasmReady;
+    const { parseDtype } = await dtypeReady;
     const generation = ++openGeneration;
-    if (store) {
-      store.free?.();
-      store = null;
+    const old = stores.get(key);
+    if (old) {
+      stores.delete(key);
+      old.store.free?.();
     }
     const options = { signal };
     if (headers && Object.keys(headers).length) options.headers = headers;
-    // Bypass the browser's HTTP cache: revalidating a cached range sends
-    // If-Range, and a file changed on the server then comes back whole (200)
-    // instead of as a range with a new ETag, which the reader reports as
-    // "store changed". The reader keeps its own page cache.
-    if (!files) options.fetch = (input, init) => fetch(input, Object.assign(init || {}, { cache: 'no-store' }));
-    const opened = files ? await openFiles(mod, files, options) : await mod.Store.open(url, options);
-    if (generation !== openGeneration) {
+    if (!files) options.fetch = readerFetch;
+    let opened;
+    const e = early;
+    if (e && key === 'main' && (files || e.url !== url)) {
+      // The page opened something else: let the early store go.
+      early = null;
+      e.opened.then((st) => st.free?.(), () => {});
+    } else if (e && !files && key === 'main' && e.url === url && !options.headers) {
+      early = null;
+      opened = await e.opened;
+      stores.set(key, { store: opened, dtype: parseDtype(opened.dtype), url, first: e });
+      return summary(key);
+    }
+    opened = files ? await openFiles(mod, files, options) : await mod.Store.open(url, options);
+    if (key === 'main' && generation !== openGeneration) {
       opened.free?.();
       throw abortError();
     }
-    store = opened;
-    dtype = parseDtype(store.dtype);
-    return summary();
+    stores.set(key, { store: opened, dtype: parseDtype(opened.dtype), url });
+    return summary(key);
   },
 
-  async locs({ start, count }, signal) {
-    return normalizeLocs(await need().locs(start, count, { signal }), count);
+  /** Forget a dataset stream (or the main store). */
+  async close({ key }) {
+    const s = stores.get(key);
+    stores.delete(key);
+    s?.store.free?.();
+    return null;
+  },
+
+  async locs({ start, count, key }, signal) {
+    return normalizeLocs(await need(key).locs(start, count, { signal }), count);
   },
 
   /** Shapes of records (Ragged stores fetch them; Dense know them). */
-  async shapes({ indices }, signal) {
-    const s = need();
+  async shapes({ indices, key }, signal) {
+    const s = need(key);
     if (s.kind === 'dense') return indices.map(() => Array.from(s.itemShape, Number));
     const batch = await s.gather(Uint32Array.from(indices), { signal });
     return Array.from(batch.shapes, (shape) => Array.from(shape, Number));
   },
 
   /** Whole records, with a summary when numeric (and `summary` asked). */
-  async records({ indices, summary: wantSummary }, signal) {
-    const s = need();
-    const batch = await s.gather(Uint32Array.from(indices), { signal });
+  async records({ indices, summary: wantSummary, key }, signal) {
+    const s = need(key);
+    const { dtype, first } = stores.get(key || 'main');
+    const { summarize, isNumeric } = await dtypeReady;
+    let batch;
+    if (first?.first && indices.length === 1 && indices[0] === first.index) {
+      batch = await first.first;
+      first.first = null;
+    } else {
+      batch = await s.gather(Uint32Array.from(indices), { signal });
+    }
     const out = splitBatch(batch, indices.length).map((r, k) => {
       const rec = { index: indices[k], shape: r.shape, bytes: r.bytes };
       if (wantSummary && isNumeric(dtype)) rec.summary = summarize(new Uint8Array(r.bytes), dtype);
@@ -76,12 +180,59 @@ const ops = {
     return transfer(out, out.map((r) => r.bytes));
   },
 
+  /**
+   * Value counts of a scalar integer Dense store, read in chunks of `chunk`
+   * records (one coalesced range each: the records are contiguous), posting
+   * {type: 'progress', id, done, total} as it goes. Values are counted
+   * exactly while there are at most 4096 distinct ones; after that the rest
+   * is summarised by min / max only (`overflow`).
+   */
+  async valueCounts({ key, chunk = 16384 }, signal, id) {
+    const s = need(key);
+    const { dtype } = stores.get(key);
+    const { typedView, isInteger } = await dtypeReady;
+    if (s.kind !== 'dense' || !isInteger(dtype) || Array.from(s.itemShape).reduce((a, b) => a * Number(b), 1) !== 1) {
+      throw new Error('value counts need a Dense store of one integer per record');
+    }
+    const n = Number(s.len);
+    const counts = new Map();
+    let overflow = 0;
+    let min = null;
+    let max = null;
+    let last = 0;
+    for (let start = 0; start < n; start += chunk) {
+      if (signal.aborted) throw abortError();
+      const count = Math.min(chunk, n - start);
+      const idx = new Uint32Array(count);
+      for (let k = 0; k < count; k++) idx[k] = start + k;
+      const batch = await s.gather(idx, { signal });
+      const values = typedView(asBytes(batch.data), dtype);
+      for (let k = 0; k < values.length; k++) {
+        const v = typeof values[k] === 'bigint' ? values[k].toString() : values[k];
+        const num = Number(v);
+        if (min === null || num < min) min = num;
+        if (max === null || num > max) max = num;
+        const c = counts.get(v);
+        if (c !== undefined) counts.set(v, c + 1);
+        else if (counts.size < 4096) counts.set(v, 1);
+        else overflow++;
+      }
+      const now = Date.now();
+      if (now - last > 100 || start + count >= n) {
+        last = now;
+        postMessage({ type: 'progress', id, done: start + count, total: n });
+      }
+    }
+    const entries = [...counts.entries()].map(([v, c]) => [String(v), c]).sort((a, b) => Number(a[0]) - Number(b[0]));
+    return { entries, overflow, min, max, total: n };
+  },
+
   async stats() {
     return readStats();
   },
 
-  async info() {
-    return summary();
+  async info({ key }) {
+    return summary(key);
   },
 };
 
@@ -94,13 +245,14 @@ async function openFiles(mod, files, options) {
   return mod.Store.openFiles(files, options);
 }
 
-function need() {
-  if (!store) throw new Error('no store is open');
-  return store;
+function need(key = 'main') {
+  const s = stores.get(key);
+  if (!s) throw new Error(key === 'main' ? 'no store is open' : `no stream ${key} is open`);
+  return s.store;
 }
 
-function summary() {
-  const s = store;
+function summary(key = 'main') {
+  const s = need(key);
   return {
     len: Number(s.len),
     kind: s.kind,
@@ -143,13 +295,18 @@ function asBytes(view) {
   return new Uint8Array(view.buffer, view.byteOffset, view.byteLength);
 }
 
+/** The reader's counters, summed over every open store. */
 function readStats() {
-  if (!store) return null;
-  try {
-    return store.stats();
-  } catch {
-    return null;
+  if (!stores.size) return null;
+  const sum = {};
+  for (const { store } of stores.values()) {
+    try {
+      for (const [k, v] of Object.entries(store.stats())) sum[k] = (sum[k] || 0) + v;
+    } catch {
+      // a store freed under us
+    }
   }
+  return sum;
 }
 
 function postStats() {
@@ -199,7 +356,7 @@ self.onmessage = async (ev) => {
   try {
     const fn = ops[op];
     if (!fn) throw new Error(`unknown operation ${op}`);
-    let value = await fn(args, ctl.signal);
+    let value = await fn(args, ctl.signal, id);
     if (value && value[TRANSFER]) {
       list = value[TRANSFER];
       value = value.value;
