@@ -7,7 +7,7 @@ import { explain, refine } from './explain.js';
 import { parseDtype } from './dtype.js';
 import { Overview } from './overview.js';
 import { RecordTable } from './table.js';
-import { renderRecord } from './record.js';
+import { renderRecord, sizesText } from './record.js';
 import { BatchView } from './batch.js';
 import { NetworkPanel } from './network.js';
 import { tokenizerFor } from './tokenizer.js';
@@ -15,6 +15,7 @@ import { DatasetView, misaligned } from './dataset.js';
 
 const $ = (sel) => document.querySelector(sel);
 
+performance.mark('zr:app-start');
 const client = new StoreClient();
 const network = new NetworkPanel($('#network'));
 const overview = new Overview($('#overview'), $('#sizes'), client);
@@ -37,6 +38,7 @@ const state = {
   dataset: null, // the open DatasetView
   datasetStreams: [], // its StreamClients
   firstPainted: false,
+  firstRecord: null, // {index, source, recs: Promise} asked for with the open
 };
 window.zrecordViewer = { state, client };
 
@@ -96,7 +98,12 @@ async function openSource(source, index = null) {
   showOnly('loading');
   let summary;
   try {
-    summary = await client.open(source.url ? { url: source.url } : { files: source.files }, ctl.signal);
+    const opening = client.open(source.url ? { url: source.url } : { files: source.files }, ctl.signal);
+    // Ask for the record to show right behind the open (the worker holds it
+    // until the store is open), instead of a round trip later.
+    const first = index != null && index >= 0 ? index : 0;
+    state.firstRecord = { index: first, source, recs: client.records([first], { summary: true, signal: ctl.signal }).catch(() => null) };
+    summary = await opening;
   } catch (e) {
     if (isAbort(e)) return;
     // A folder whose sub-folders are stores is a dataset.
@@ -111,6 +118,7 @@ async function openSource(source, index = null) {
     return;
   }
   if (state.openCtl !== ctl) return;
+  performance.mark('zr:opened');
   state.summary = summary;
   state.tokenizer = null;
   if (source.url) {
@@ -123,7 +131,15 @@ async function openSource(source, index = null) {
   state.dt = parseDtype(summary.dtype);
   state.prefs = {};
   document.title = `${source.url ? shortName(source.url) : source.name} · zrecord viewer`;
-  overview.show(summary, { name, known: knownSizes(source) });
+  // On the page's first store, the sidebar waits until the record is on screen.
+  const showOverview = () => {
+    if (state.source !== source || state.summary !== summary) return;
+    overview.show(summary, { name, known: knownSizes(source) });
+    // data.zr's size is known once a record was read from it.
+    if (overview.files['data.zr'] == null) client.info().then((s) => overview.refreshFiles(s.info), () => {});
+  };
+  if (state.firstPainted) showOverview();
+  else firstRecordShown.then(showOverview);
   showOnly('workspace');
   state.table = new RecordTable($('#records'), client, summary, (i) => selectRecord(i), (e) => network.error(e.message));
   state.batch = new BatchView($('#batch-view'), client, summary, state.dt, (i) => {
@@ -186,9 +202,16 @@ async function selectRecord(i) {
   let loc = state.table?.loc(i);
   try {
     const locs = loc ? null : client.locs(i, 1, ctl.signal).catch(() => null);
-    recs = await client.records([i], { summary: true, signal: ctl.signal });
-    const l = await locs;
-    if (l) loc = { stored: l.stored[0], decoded: l.decoded[0] };
+    const early = state.firstRecord;
+    state.firstRecord = null;
+    if (early?.index === i && early.source === state.source) recs = await early.recs;
+    recs ??= await client.records([i], { summary: true, signal: ctl.signal });
+    // Sizes show when they come; the record does not wait for them.
+    locs?.then((l) => {
+      if (!l || state.recordCtl !== ctl) return;
+      const el = document.querySelector('#record-sizes');
+      if (el) el.textContent = sizesText({ stored: l.stored[0], decoded: l.decoded[0] });
+    });
   } catch (e) {
     if (isAbort(e)) return;
     network.error(e.message);
@@ -233,8 +256,15 @@ function markFirstRecord() {
   performance.mark('zr:first-record');
   requestAnimationFrame(() => setTimeout(() => {
     window.zrFirstRecordPainted = performance.now();
+    firstRecordDone();
   }, 0));
 }
+let firstRecordDone;
+const firstRecordShown = new Promise((resolve) => {
+  firstRecordDone = resolve;
+  // A store that fails to open never shows a record.
+  setTimeout(resolve, 3000);
+});
 
 // ---------------------------------------------------------------- datasets
 
@@ -563,6 +593,11 @@ async function walkEntry(entry, prefix, out, depth = 0) {
 }
 
 window.addEventListener('hashchange', onHash);
-loadServerStores();
-if (readHash().url) onHash();
-else showWelcome();
+if (readHash().url) {
+  onHash();
+  // The store list is for the start page: build it once the record is on screen.
+  firstRecordShown.then(loadServerStores);
+} else {
+  loadServerStores();
+  showWelcome();
+}

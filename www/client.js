@@ -3,7 +3,7 @@
 
 export class StoreClient {
   constructor() {
-    // boot.js started the worker (and the store's first reads) before the
+    // The boot script in index.html started the worker (and the store's first reads) before the
     // page's modules loaded; take it over, or start one now.
     const boot = globalThis.zrecordBoot;
     this.worker = boot?.worker || new Worker(new URL('./worker.js', import.meta.url), { type: 'module' });

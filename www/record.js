@@ -58,6 +58,11 @@ export function paintImage(canvas, bytes, layout) {
   return canvas;
 }
 
+/** "3.00 KiB decoded, 1.20 KiB stored (2.50×)" for a record's location. */
+export function sizesText(loc) {
+  return `${fmtBytes(loc.decoded)} decoded, ${fmtBytes(loc.stored)} stored (${fmtRatio(loc.decoded, loc.stored)})`;
+}
+
 /** The ways this record can be shown, best first. */
 export function modesFor(shape, dt) {
   const modes = [];
@@ -99,7 +104,7 @@ export function renderRecord(el, rec, { dt, loc, n, prefs, onNav, tokens }) {
       h('div.rec-title',
         h('h3', `Record ${fmtInt(rec.index)}`),
         h('span.meta#record-shape', `${fmtShape(shape)} · ${dt.str} (${dt.name})`),
-        h('span.meta', loc ? `${fmtBytes(loc.decoded)} decoded, ${fmtBytes(loc.stored)} stored (${fmtRatio(loc.decoded, loc.stored)})` : `${fmtBytes(bytes.length)}`)),
+        h('span.meta#record-sizes', loc ? sizesText(loc) : `${fmtBytes(bytes.length)}`)),
       h('span.nav',
         h('button', { disabled: rec.index <= 0, onclick: () => onNav(rec.index - 1), title: 'Previous record' }, '‹ Prev'),
         h('button', { disabled: rec.index >= n - 1, onclick: () => onNav(rec.index + 1), title: 'Next record' }, 'Next ›'))),

@@ -9,10 +9,11 @@
 // Start-up is on the critical path of the first record on screen, so the
 // worker overlaps everything it can: the wasm is fetched and compiled by
 // streaming while its JS glue and dtype.js load (dynamic imports, not static
-// ones that would run one after the other), and a `preopen` posted by boot.js
-// the moment the page knows the store's URL fetches meta.zr (and dict.zr) and
-// then record `i` before the page's modules have even run. The page's later
-// `open` and `records` calls for the same URL and record take those results.
+// ones that would run one after the other), and the store named in the
+// worker's name (set by the boot script in index.html) is opened at once with
+// the bytes the page prefetched, and record `i` read, before the page's
+// modules have even run. The page's later `open` and `records` calls for the
+// same URL and record take those results.
 
 const wasmResponse = fetch(new URL('./pkg/zrecord_bg.wasm', import.meta.url));
 wasmResponse.catch(() => {});
@@ -24,6 +25,7 @@ const wasmReady = (async () => {
     throw new Error(`unpublished viewer build: the wasm reader (pkg/zrecord.js) is missing or failed to load (${e.message}). Build it with scripts/build-pkg.sh (wasm-pack build --target web), then rebuild zrecord.`);
   }
   await mod.default({ module_or_path: wasmResponse });
+  performance.mark('zr:wasm-ready');
   return mod;
 })();
 wasmReady.catch(() => {});
@@ -34,110 +36,163 @@ dtypeReady.catch(() => {});
 const stores = new Map(); // key -> {store, dtype, url}
 let openGeneration = 0;
 const inflight = new Map(); // request id -> AbortController
-/** The store boot.js asked for early: {url, index, opened: Promise<Store>, first: Promise<batch> | null}. */
+/** The store the boot script asked for early: {url, index, opened: Promise<Store>, first: Promise<batch> | null}. */
 let early = null;
 
-// What Store.open asks for first (src/remote/store.rs): meta.zr's first
-// location page, then, for zstd_dict stores, dict.zr up to 64 MiB + 1 byte.
-const META_RANGE = `bytes=0-${(64 << 10) - 1}`;
-const DICT_RANGE = `bytes=0-${64 << 20}`;
-const prefetched = new Map(); // `${url} ${range}` -> Promise<Response>
-const peeking = new Map(); // store base URL -> Promise settled once the dict.zr prefetch is decided
+// Byte ranges the page fetched for the reader before this worker ran (see
+// the boot script in index.html): file URL -> [{start, end, got: Promise}],
+// `got` resolving to {body, total, etag, type} or null (no usable answer).
+// They serve the reader's requests they cover until the page opens another
+// store or record i was read.
+const prefetched = new Map();
+
+function slotOf([url, start, end]) {
+  let list = prefetched.get(url);
+  if (!list) prefetched.set(url, (list = []));
+  let s = list.find((x) => x.start === start && x.end === end);
+  if (!s) {
+    s = { start, end };
+    s.got = new Promise((resolve) => { s.resolve = resolve; });
+    list.push(s);
+  }
+  return s;
+}
+
+function arrived({ slot, pending, got }) {
+  for (const p of pending || []) slotOf(p);
+  slotOf(slot).resolve(got);
+}
+
+function dropPrefetched() {
+  for (const list of prefetched.values()) for (const s of list) s.resolve(null);
+  prefetched.clear();
+}
+
+/** A 206 answer to `bytes=a-b` from a prefetched range holding it, or null. */
+async function fromPrefetched(url, range) {
+  const list = prefetched.get(url);
+  const m = list && /^bytes=(\d+)-(\d+)$/.exec(range || '');
+  if (!m) return null;
+  const a = Number(m[1]);
+  const b = Number(m[2]);
+  for (const s of list) {
+    if (a < s.start || b >= s.end) continue;
+    // The page always answers; the timer only guards against a page that broke.
+    const got = await Promise.race([s.got, new Promise((r) => setTimeout(() => r(null), 10_000))]);
+    if (!got) continue;
+    const have = s.start + got.body.byteLength;
+    // Short only where the file ends, as a server would answer.
+    const last = Math.min(b, got.total - 1);
+    if (a > last || (last >= have)) continue;
+    const body = got.body.slice(a - s.start, last + 1 - s.start);
+    const headers = { 'content-range': `bytes ${a}-${last}/${got.total}`, 'content-length': String(body.byteLength) };
+    if (got.etag) headers.etag = got.etag;
+    if (got.type) headers['content-type'] = got.type;
+    return new Response(body, { status: 206, headers });
+  }
+  return null;
+}
 
 /**
  * The fetch the reader uses: bypasses the browser's HTTP cache, and answers
- * a request that was prefetched with the prefetched response (once).
+ * from what the page prefetched when that holds the bytes asked for.
  * Revalidating a cached range would send If-Range, and a file changed on
  * the server then comes back whole (200) instead of as a range with a new
  * ETag, which the reader reports as "store changed"; the reader keeps its
  * own page cache.
  */
 async function readerFetch(input, init) {
-  const url = typeof input === 'string' ? input : input.url;
-  const range = new Headers(init?.headers || (typeof input === 'string' ? undefined : input.headers)).get('range');
-  const key = `${url} ${range}`;
-  // The reader may ask for dict.zr in the same task that hands it meta.zr,
-  // before the prefetch below has looked at the header: wait for that look.
-  if (url.endsWith('/dict.zr')) await peeking.get(url.slice(0, -'dict.zr'.length));
-  const hit = prefetched.get(key);
-  if (hit) {
-    prefetched.delete(key);
-    return hit;
+  if (prefetched.size) {
+    const url = typeof input === 'string' ? input : input.url;
+    const range = new Headers(init?.headers || (typeof input === 'string' ? undefined : input.headers)).get('range');
+    const hit = await fromPrefetched(url, range);
+    if (hit) return hit;
   }
   return fetch(input, Object.assign(init || {}, { cache: 'no-store' }));
 }
 
-/** Fetch meta.zr's first page (and dict.zr when the header says zstd_dict) now. */
-function prefetchStore(url) {
-  if (url.includes('?') || url.includes('#')) return;
-  const base = url.endsWith('/meta.zr') ? url.slice(0, -'meta.zr'.length) : url.endsWith('/') ? url : `${url}/`;
-  const meta = fetch(`${base}meta.zr`, { headers: { Range: META_RANGE }, cache: 'no-store' });
-  prefetched.set(`${base}meta.zr ${META_RANGE}`, meta);
-  const peek = meta.then(async (r) => {
-    if (r.status !== 206) return;
-    // The codec is byte 31 of the 32-byte header; 2 is zstd_dict.
-    const head = new Uint8Array(await r.clone().arrayBuffer());
-    if (head.length >= 32 && head[31] === 2) {
-      prefetched.set(`${base}dict.zr ${DICT_RANGE}`, fetch(`${base}dict.zr`, { headers: { Range: DICT_RANGE }, cache: 'no-store' }));
-    }
-  }).catch(() => {});
-  peeking.set(base, peek);
-  peek.then(() => peeking.delete(base));
-}
-
-function preopen({ url, index }) {
-  prefetchStore(url);
+function preopen({ url, index, pending }) {
+  for (const p of pending || []) slotOf(p);
   const opened = wasmReady.then((mod) => mod.Store.open(url, { fetch: readerFetch }));
   early = { url, index: index ?? 0, opened, first: null };
   const mine = early;
   opened.then((s) => {
-    if (early !== mine || !(mine.index >= 0 && mine.index < Number(s.len))) return;
+    performance.mark('zr:preopened');
+    if (mine.dropped || !(mine.index >= 0 && mine.index < Number(s.len))) {
+      dropPrefetched();
+      return;
+    }
     mine.first = s.gather(Uint32Array.of(mine.index));
-    mine.first.catch(() => {});
-  }, () => {});
+    // Once record i is read, the prefetched bytes have served their purpose;
+    // later reads go to the server, so a store changed there is noticed.
+    mine.first.then(() => performance.mark('zr:first-gathered'), () => {}).finally(dropPrefetched);
+  }, dropPrefetched);
 }
 
-// boot.js names the worker after the store it should open at once, so the
+// The boot script names the worker after the store it should open at once, so the
 // reads start now rather than when a message gets through.
 try {
   const boot = self.name ? JSON.parse(self.name) : null;
-  if (boot?.preopen) preopen({ url: boot.preopen, index: boot.index });
+  if (boot?.preopen) preopen({ url: boot.preopen, index: boot.index, pending: boot.pending });
 } catch {
   // not a boot name
 }
 
-const ops = {
-  async open({ url, headers, files, key = 'main' }, signal) {
-    const mod = await wasmReady;
-    const { parseDtype } = await dtypeReady;
-    const generation = ++openGeneration;
-    const old = stores.get(key);
-    if (old) {
-      stores.delete(key);
-      old.store.free?.();
-    }
-    const options = { signal };
-    if (headers && Object.keys(headers).length) options.headers = headers;
-    if (!files) options.fetch = readerFetch;
-    let opened;
-    const e = early;
-    if (e && key === 'main' && (files || e.url !== url)) {
-      // The page opened something else: let the early store go.
-      early = null;
-      e.opened.then((st) => st.free?.(), () => {});
-    } else if (e && !files && key === 'main' && e.url === url && !options.headers) {
-      early = null;
-      opened = await e.opened;
-      stores.set(key, { store: opened, dtype: parseDtype(opened.dtype), url, first: e });
-      return summary(key);
-    }
-    opened = files ? await openFiles(mod, files, options) : await mod.Store.open(url, options);
-    if (key === 'main' && generation !== openGeneration) {
-      opened.free?.();
-      throw abortError();
-    }
-    stores.set(key, { store: opened, dtype: parseDtype(opened.dtype), url });
+/** Open a store under `key` (see ops.open). */
+async function openStore({ url, headers, files, key = 'main' }, signal) {
+  const mod = await wasmReady;
+  const { parseDtype } = await dtypeReady;
+  const generation = ++openGeneration;
+  const old = stores.get(key);
+  if (old) {
+    stores.delete(key);
+    old.store.free?.();
+  }
+  const options = { signal };
+  if (headers && Object.keys(headers).length) options.headers = headers;
+  if (!files) options.fetch = readerFetch;
+  let opened;
+  const e = early;
+  if (e && key === 'main' && (files || e.url !== url)) {
+    // The page opened something else: let the early store go.
+    early = null;
+    e.dropped = true;
+    dropPrefetched();
+    e.opened.then((st) => st.free?.(), () => {});
+  } else if (e && !files && key === 'main' && e.url === url && !options.headers) {
+    early = null;
+    opened = await e.opened;
+    stores.set(key, { store: opened, dtype: parseDtype(opened.dtype), url, first: e });
     return summary(key);
+  }
+  opened = files ? await openFiles(mod, files, options) : await mod.Store.open(url, options);
+  if (key === 'main' && generation !== openGeneration) {
+    opened.free?.();
+    throw abortError();
+  }
+  stores.set(key, { store: opened, dtype: parseDtype(opened.dtype), url });
+  return summary(key);
+}
+
+/** Opens in progress by key: calls for that key wait for them (the page may send `records` right behind `open`). */
+const openings = new Map();
+
+/** The open store `key`, once an open in progress for it has settled. */
+async function ready(key = 'main') {
+  await openings.get(key);
+  return need(key);
+}
+
+const ops = {
+  open(args, signal) {
+    const key = args.key || 'main';
+    const p = openStore(args, signal);
+    const settled = p.then(() => {}, () => {});
+    openings.set(key, settled);
+    settled.then(() => {
+      if (openings.get(key) === settled) openings.delete(key);
+    });
+    return p;
   },
 
   /** Forget a dataset stream (or the main store). */
@@ -149,12 +204,12 @@ const ops = {
   },
 
   async locs({ start, count, key }, signal) {
-    return normalizeLocs(await need(key).locs(start, count, { signal }), count);
+    return normalizeLocs(await (await ready(key)).locs(start, count, { signal }), count);
   },
 
   /** Shapes of records (Ragged stores fetch them; Dense know them). */
   async shapes({ indices, key }, signal) {
-    const s = need(key);
+    const s = await ready(key);
     if (s.kind === 'dense') return indices.map(() => Array.from(s.itemShape, Number));
     const batch = await s.gather(Uint32Array.from(indices), { signal });
     return Array.from(batch.shapes, (shape) => Array.from(shape, Number));
@@ -162,7 +217,7 @@ const ops = {
 
   /** Whole records, with a summary when numeric (and `summary` asked). */
   async records({ indices, summary: wantSummary, key }, signal) {
-    const s = need(key);
+    const s = await ready(key);
     const { dtype, first } = stores.get(key || 'main');
     const { summarize, isNumeric } = await dtypeReady;
     let batch;
@@ -188,7 +243,7 @@ const ops = {
    * is summarised by min / max only (`overflow`).
    */
   async valueCounts({ key, chunk = 16384 }, signal, id) {
-    const s = need(key);
+    const s = await ready(key);
     const { dtype } = stores.get(key);
     const { typedView, isInteger } = await dtypeReady;
     if (s.kind !== 'dense' || !isInteger(dtype) || Array.from(s.itemShape).reduce((a, b) => a * Number(b), 1) !== 1) {
@@ -344,6 +399,10 @@ function abortError() {
 
 self.onmessage = async (ev) => {
   const { id, op, ...args } = ev.data;
+  if (op === 'prefetched') {
+    arrived(args);
+    return;
+  }
   if (op === 'cancel') {
     inflight.get(args.target)?.abort();
     return;

@@ -88,7 +88,11 @@ try {
     const entries = () => ({
       origin: performance.timeOrigin,
       list: performance.getEntriesByType('navigation').concat(performance.getEntriesByType('resource'))
-        .map((e) => ({ name: new URL(e.name).pathname, start: e.startTime, first: e.responseStart, end: e.responseEnd })),
+        .map((e) => ({ name: new URL(e.name).pathname, start: e.startTime, first: e.responseStart, end: e.responseEnd }))
+        .concat(performance.getEntriesByType('mark').map((e) => ({ name: e.name, start: e.startTime, first: e.startTime, end: e.startTime })))
+        .concat(performance.getEntriesByType('paint').map((e) => ({ name: e.name, start: e.startTime, first: e.startTime, end: e.startTime })))
+        .concat(performance.getEntriesByType('navigation').flatMap((e) => ['domInteractive', 'domContentLoadedEventStart', 'domContentLoadedEventEnd']
+          .map((k) => ({ name: k, start: e[k], first: e[k], end: e[k] })))),
     });
     const timelines = [await page.evaluate(entries)];
     for (const w of page.workers()) timelines.push({ ...(await w.evaluate(entries)), worker: true });
