@@ -1970,8 +1970,11 @@ class DatasetView {
   constructor(els, streams, hooks) {
     this.els = els;
     this.streams = streams.map((s) => ({ ...s, dt: parseDtype(s.summary.dtype) }));
+    for (const s of this.streams) s.kind = cellKind(s.summary, s.dt);
+    // Pictures first, then values, then text: the order a person reads a sample in.
+    const rank = { image: 0, scalar: 1, values: 2, strings: 3, utf8: 4, tokens: 5 };
+    this.streams.sort((a, b) => rank[a.kind] - rank[b.kind] || a.name.localeCompare(b.name));
     for (const s of this.streams) {
-      s.kind = cellKind(s.summary, s.dt);
       s.blocks = new Map();
       s.loading = new Map();
       s.tok = null;
@@ -2542,6 +2545,13 @@ async function openDataset(streams, { key, url = null } = {}) {
   state.openCtl = ctl;
   const source = { dataset: key || streams.map((s) => s.url || s.name).join(' '), url, streams };
   state.source = source;
+  // Stream names label columns and cards: make them unique.
+  const seen = new Map();
+  streams = streams.map((st) => {
+    const n = (seen.get(st.name) || 0) + 1;
+    seen.set(st.name, n);
+    return n > 1 ? { ...st, name: `${st.name} (${n})` } : st;
+  });
   network.reset();
   $('#layout').classList.add('dataset-mode');
   showOnly('loading');

@@ -292,6 +292,13 @@ async function openDataset(streams, { key, url = null } = {}) {
   state.openCtl = ctl;
   const source = { dataset: key || streams.map((s) => s.url || s.name).join(' '), url, streams };
   state.source = source;
+  // Stream names label columns and cards: make them unique.
+  const seen = new Map();
+  streams = streams.map((st) => {
+    const n = (seen.get(st.name) || 0) + 1;
+    seen.set(st.name, n);
+    return n > 1 ? { ...st, name: `${st.name} (${n})` } : st;
+  });
   network.reset();
   $('#layout').classList.add('dataset-mode');
   showOnly('loading');

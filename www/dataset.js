@@ -55,8 +55,11 @@ export class DatasetView {
   constructor(els, streams, hooks) {
     this.els = els;
     this.streams = streams.map((s) => ({ ...s, dt: parseDtype(s.summary.dtype) }));
+    for (const s of this.streams) s.kind = cellKind(s.summary, s.dt);
+    // Pictures first, then values, then text: the order a person reads a sample in.
+    const rank = { image: 0, scalar: 1, values: 2, strings: 3, utf8: 4, tokens: 5 };
+    this.streams.sort((a, b) => rank[a.kind] - rank[b.kind] || a.name.localeCompare(b.name));
     for (const s of this.streams) {
-      s.kind = cellKind(s.summary, s.dt);
       s.blocks = new Map();
       s.loading = new Map();
       s.tok = null;
