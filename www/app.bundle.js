@@ -2083,7 +2083,7 @@ class DatasetView {
         if (row.drawn[c] === key) return;
         row.drawn[c] = key;
         cell.dataset.stream = s.name;
-        cell.className = `cell ${s.kind}`;
+        cell.className = `cell k-${s.kind}`;
         if (!rec) {
           setChildren(cell, h('span.pending', '…'));
           return;
@@ -2582,7 +2582,7 @@ async function openDataset(streams, { key, url = null } = {}) {
   showOnly('dataset');
   state.dataset = new DatasetView({ table: $('#records'), side: $('#dataset-side') }, opened, {
     onSelect: (i) => {
-      if (url) writeHash(url, i);
+      if (url) writeHash(readHash().url || url, i);
     },
     onError: (e, s) => network.error(`${s.name}: ${e.message}`),
     onFirstRows: () => markFirstRecord(),

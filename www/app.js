@@ -329,7 +329,7 @@ async function openDataset(streams, { key, url = null } = {}) {
   showOnly('dataset');
   state.dataset = new DatasetView({ table: $('#records'), side: $('#dataset-side') }, opened, {
     onSelect: (i) => {
-      if (url) writeHash(url, i);
+      if (url) writeHash(readHash().url || url, i);
     },
     onError: (e, s) => network.error(`${s.name}: ${e.message}`),
     onFirstRows: () => markFirstRecord(),

@@ -168,7 +168,7 @@ export class DatasetView {
         if (row.drawn[c] === key) return;
         row.drawn[c] = key;
         cell.dataset.stream = s.name;
-        cell.className = `cell ${s.kind}`;
+        cell.className = `cell k-${s.kind}`;
         if (!rec) {
           setChildren(cell, h('span.pending', '…'));
           return;
