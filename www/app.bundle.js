@@ -1008,8 +1008,11 @@ class RecordTable {
     this.select(Number.isFinite(next) ? next : 0, 'nearest');
   }
 
-  /** Select record `i`; `reveal` true centres it, 'nearest' scrolls minimally. */
-  select(i, reveal) {
+  /**
+   * Select record `i`; `reveal` true centres it, 'nearest' scrolls minimally;
+   * `notify` false skips onSelect (the record is already on screen).
+   */
+  select(i, reveal, notify = true) {
     this.selected = i;
     if (reveal) {
       const { first, last } = this.visibleRange();
@@ -1021,7 +1024,7 @@ class RecordTable {
       }
     }
     this.render(true);
-    this.onSelect(i);
+    if (notify) this.onSelect(i);
   }
 
   /** Draw the rows on screen from what is cached; `fetch` also loads the rest. */
@@ -2394,17 +2397,29 @@ async function openSource(source, index = null) {
   if (state.firstPainted) showOverview();
   else firstRecordShown.then(showOverview);
   showOnly('workspace');
-  state.table = new RecordTable($('#records'), client, summary, (i) => selectRecord(i), (e) => network.error(e.message));
   state.batch = new BatchView($('#batch-view'), client, summary, state.dt, (i) => {
     setTab('record');
-    state.table.select(i, true);
+    state.table?.select(i, true);
   }, (e, el) => showInlineProblem(el, e));
+  const table = () => new RecordTable($('#records'), client, summary, (i) => selectRecord(i), (e) => network.error(e.message));
   if (summary.len === 0) {
+    state.table = table();
     emptyStore(summary);
     return;
   }
   const start = index != null && index >= 0 && index < summary.len ? index : 0;
-  state.table.select(start, true);
+  if (state.firstPainted) {
+    state.table = table();
+    state.table.select(start, true);
+  } else {
+    // The page's first record goes on screen before the table is built.
+    selectRecord(start);
+    firstRecordShown.then(() => {
+      if (state.summary !== summary || state.table) return;
+      state.table = table();
+      state.table.select(state.selected >= 0 ? state.selected : start, true, false);
+    });
+  }
   setTab(state.tab);
 }
 
@@ -2627,6 +2642,8 @@ for (const b of document.querySelectorAll('.tabs button')) b.addEventListener('c
 // ---------------------------------------------------------------- panels
 
 function showOnly(what) {
+  // Set by the boot script while a store named in the address opens.
+  document.documentElement.classList.remove('opening');
   const workspace = what === 'workspace' || what === 'loading';
   $('#welcome').hidden = what !== 'welcome';
   $('#problem').hidden = what !== 'problem';

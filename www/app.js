@@ -141,17 +141,29 @@ async function openSource(source, index = null) {
   if (state.firstPainted) showOverview();
   else firstRecordShown.then(showOverview);
   showOnly('workspace');
-  state.table = new RecordTable($('#records'), client, summary, (i) => selectRecord(i), (e) => network.error(e.message));
   state.batch = new BatchView($('#batch-view'), client, summary, state.dt, (i) => {
     setTab('record');
-    state.table.select(i, true);
+    state.table?.select(i, true);
   }, (e, el) => showInlineProblem(el, e));
+  const table = () => new RecordTable($('#records'), client, summary, (i) => selectRecord(i), (e) => network.error(e.message));
   if (summary.len === 0) {
+    state.table = table();
     emptyStore(summary);
     return;
   }
   const start = index != null && index >= 0 && index < summary.len ? index : 0;
-  state.table.select(start, true);
+  if (state.firstPainted) {
+    state.table = table();
+    state.table.select(start, true);
+  } else {
+    // The page's first record goes on screen before the table is built.
+    selectRecord(start);
+    firstRecordShown.then(() => {
+      if (state.summary !== summary || state.table) return;
+      state.table = table();
+      state.table.select(state.selected >= 0 ? state.selected : start, true, false);
+    });
+  }
   setTab(state.tab);
 }
 
@@ -374,6 +386,8 @@ for (const b of document.querySelectorAll('.tabs button')) b.addEventListener('c
 // ---------------------------------------------------------------- panels
 
 function showOnly(what) {
+  // Set by the boot script while a store named in the address opens.
+  document.documentElement.classList.remove('opening');
   const workspace = what === 'workspace' || what === 'loading';
   $('#welcome').hidden = what !== 'welcome';
   $('#problem').hidden = what !== 'problem';

@@ -125,8 +125,11 @@ export class RecordTable {
     this.select(Number.isFinite(next) ? next : 0, 'nearest');
   }
 
-  /** Select record `i`; `reveal` true centres it, 'nearest' scrolls minimally. */
-  select(i, reveal) {
+  /**
+   * Select record `i`; `reveal` true centres it, 'nearest' scrolls minimally;
+   * `notify` false skips onSelect (the record is already on screen).
+   */
+  select(i, reveal, notify = true) {
     this.selected = i;
     if (reveal) {
       const { first, last } = this.visibleRange();
@@ -138,7 +141,7 @@ export class RecordTable {
       }
     }
     this.render(true);
-    this.onSelect(i);
+    if (notify) this.onSelect(i);
   }
 
   /** Draw the rows on screen from what is cached; `fetch` also loads the rest. */
