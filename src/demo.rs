@@ -120,7 +120,8 @@ const CLASSES: [&str; 10] = [
     "fine grain",
 ];
 const TINTS: [&str; 6] = ["warm", "cool", "pale", "deep", "muted", "bright"];
-const VIEWS: [&str; 5] = ["seen at a slant", "almost level", "running steeply", "crossing the frame", "drifting sideways"];
+const VIEWS: [&str; 5] =
+    ["seen at a slant", "almost level", "running steeply", "crossing the frame", "drifting sideways"];
 
 /// Write the demo dataset into `dir`: aligned streams of `labels.len()`
 /// records each, and a tokenizer for the token stream.
@@ -144,11 +145,16 @@ const VIEWS: [&str; 5] = ["seen at a slant", "almost level", "running steeply", 
 pub fn write_demo_dataset(dir: &Path, images: &[u8], labels: &[i64]) -> Result<Vec<PathBuf>> {
     std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, "create directory", e))?;
     let n = labels.len();
-    let row = if n == 0 { 0 } else { images.len() / n };
+    let row = images.len().checked_div(n).unwrap_or(0);
     let mut made = Vec::new();
 
     let path = dir.join("image");
-    let mut w = Writer::create_dense(&path, "|u1", &[3, SIDE as u64, SIDE as u64], CreateOptions::codec(Codec::Zstd))?;
+    let mut w = Writer::create_dense(
+        &path,
+        "|u1",
+        &[3, SIDE as u64, SIDE as u64],
+        CreateOptions::codec(Codec::Zstd),
+    )?;
     w.append(&images[..row * n])?;
     w.close()?;
     made.push(path);
@@ -223,7 +229,8 @@ impl DemoVocab {
         let chars = byte_to_char();
         let mut tokens: Vec<(String, i32)> = (0..256).map(|b| (chars[b].to_string(), b as i32)).collect();
         let mut words = std::collections::HashMap::new();
-        let mut all: Vec<&str> = CLASSES.iter().chain(&TINTS).chain(&VIEWS).flat_map(|p| p.split(' ')).collect();
+        let mut all: Vec<&str> =
+            CLASSES.iter().chain(&TINTS).chain(&VIEWS).flat_map(|p| p.split(' ')).collect();
         all.extend(["in", "a", "tint"]);
         all.sort_unstable();
         all.dedup();

@@ -73,8 +73,16 @@ pub fn run(ctx: &Ctx, a: Args) -> CliResult {
         "the dataset (image, label, caption, caption-tokens side by side): {}",
         zrecord::viewer_assets::viewer_link(&url, "/dataset/", None)
     ))?;
-    out.line(&format!("  its tokenizer, to attach to caption-tokens: {}", absolute(&url, "/dataset/tokenizer.json")))?;
-    if let (Some(first), Some(listed_first)) = (stores.first(), listed.first()) {
+    out.line(&format!(
+        "  its tokenizer, to attach to caption-tokens: {}",
+        absolute(&url, "/dataset/tokenizer.json")
+    ))?;
+    // The first demo store as the server lists it (the dataset's streams sort first).
+    let first_listed = stores
+        .first()
+        .and_then(|p| p.strip_prefix(&dir).ok())
+        .and_then(|rel| listed.iter().find(|l| std::path::Path::new(&l.path) == rel));
+    if let (Some(first), Some(listed_first)) = (stores.first(), first_listed) {
         out.line("")?;
         out.line(&format!("try:  zrecord info {}", absolute(&url, &listed_first.url)))?;
         out.line(&format!("      zrecord get {} 0", first.display()))?;
