@@ -15,8 +15,18 @@
 // modules have even run. The page's later `open` and `records` calls for the
 // same URL and record take those results.
 
-const wasmResponse = fetch(new URL('./pkg/zrecord_bg.wasm', import.meta.url));
-wasmResponse.catch(() => {});
+// The boot script names the worker after the store it should open at once
+// ({preopen, index, pending}), and with `wasm: true` compiles the wasm itself
+// while the worker starts, posting the WebAssembly.Module ({op: 'wasm'}).
+let boot = null;
+try {
+  boot = self.name ? JSON.parse(self.name) : null;
+} catch {
+  // not a boot name
+}
+let wasmFromPage = null;
+const pageWasm = boot?.wasm ? new Promise((resolve) => { wasmFromPage = resolve; }) : Promise.resolve(null);
+
 const wasmReady = (async () => {
   let mod;
   try {
@@ -24,7 +34,10 @@ const wasmReady = (async () => {
   } catch (e) {
     throw new Error(`unpublished viewer build: the wasm reader (pkg/zrecord.js) is missing or failed to load (${e.message}). Build it with scripts/build-pkg.sh (wasm-pack build --target web), then rebuild zrecord.`);
   }
-  await mod.default({ module_or_path: wasmResponse });
+  // The page's compiled module, else fetch and compile by streaming here
+  // (also when the page's compile failed, so the error is this fetch's).
+  const compiled = await pageWasm;
+  await mod.default({ module_or_path: compiled || fetch(new URL('./pkg/zrecord_bg.wasm', import.meta.url)) });
   performance.mark('zr:wasm-ready');
   return mod;
 })();
@@ -129,14 +142,9 @@ function preopen({ url, index, pending }) {
   }, dropPrefetched);
 }
 
-// The boot script names the worker after the store it should open at once, so the
-// reads start now rather than when a message gets through.
-try {
-  const boot = self.name ? JSON.parse(self.name) : null;
-  if (boot?.preopen) preopen({ url: boot.preopen, index: boot.index, pending: boot.pending });
-} catch {
-  // not a boot name
-}
+// Open the store the boot script named at once, rather than when a message
+// gets through.
+if (boot?.preopen) preopen({ url: boot.preopen, index: boot.index, pending: boot.pending });
 
 /** Open a store under `key` (see ops.open). */
 async function openStore({ url, headers, files, key = 'main' }, signal) {
@@ -401,6 +409,10 @@ self.onmessage = async (ev) => {
   const { id, op, ...args } = ev.data;
   if (op === 'prefetched') {
     arrived(args);
+    return;
+  }
+  if (op === 'wasm') {
+    wasmFromPage?.(args.module);
     return;
   }
   if (op === 'cancel') {
