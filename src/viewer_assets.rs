@@ -125,7 +125,7 @@ mod tests {
     fn every_file_the_page_loads_is_embedded() {
         // index.html loads the bundle of the page's modules (app.bundle.js,
         // from scripts/bundle-viewer.mjs) and starts worker.js, which imports
-        // dtype.js and the wasm reader.
+        // prefetch.js, dtype.js and the wasm reader.
         let page = String::from_utf8_lossy(find("index.html").expect("index.html"));
         let mut named = Vec::new();
         for attr in ["src=\"", "href=\""] {
@@ -138,7 +138,8 @@ mod tests {
             }
         }
         assert!(named.contains(&"app.bundle.js".to_string()), "{named:?}");
-        for path in named.iter().map(String::as_str).chain(["worker.js", "dtype.js", "app.js"]) {
+        for path in named.iter().map(String::as_str).chain(["worker.js", "dtype.js", "prefetch.js", "app.js"])
+        {
             assert!(find(path).is_some(), "{path} is named by the page but not embedded");
         }
     }

@@ -453,7 +453,8 @@ return { explain, refine };
 // ---- dtype.js
 const $dtype = (() => {
 // NumPy dtype strings (`|u1`, `<f4`, `>i4`, `|S5`, `<U3`, `<M8[ns]`, …) and
-// the record bytes they describe. Pure functions: the worker uses them to
+// the record bytes they describe, and gather results split into records.
+// Pure functions: the worker uses them to
 // summarise records off the main thread, the page to show a page of values.
 
 const KIND_NAMES = {
@@ -688,7 +689,32 @@ function unravel(i, shape) {
   return idx;
 }
 
-return { parseDtype, isNumeric, isInteger, typedView, itemCount, formatItem, hex, summarize, unravel };
+/**
+ * A gather result as one {shape, bytes: ArrayBuffer} per record. Dense:
+ * {data, shape} with data a TypedArray of `shape` = [n, ...itemShape];
+ * Ragged: {values, offsets, shapes}, record k being
+ * values.subarray(offsets[k], offsets[k + 1]) of shape shapes[k].
+ */
+function splitBatch(b, n) {
+  if (b.data !== undefined) {
+    const bytes = asBytes(b.data);
+    const row = n ? bytes.byteLength / n : 0;
+    const shape = Array.from(b.shape, Number).slice(1);
+    return Array.from({ length: n }, (_, k) => ({ shape, bytes: bytes.slice(k * row, (k + 1) * row).buffer }));
+  }
+  const values = asBytes(b.values);
+  const unit = b.values.BYTES_PER_ELEMENT;
+  return Array.from({ length: n }, (_, k) => ({
+    shape: Array.from(b.shapes[k], Number),
+    bytes: values.slice(b.offsets[k] * unit, b.offsets[k + 1] * unit).buffer,
+  }));
+}
+
+function asBytes(view) {
+  return new Uint8Array(view.buffer, view.byteOffset, view.byteLength);
+}
+
+return { parseDtype, isNumeric, isInteger, typedView, itemCount, formatItem, hex, summarize, unravel, splitBatch, asBytes };
 })();
 // ---- overview.js
 const $overview = (() => {
@@ -2252,6 +2278,148 @@ function drawBalance(el, { entries, overflow, total, min, max }) {
 
 return { cellKind, isScalarInt, misaligned, DatasetView };
 })();
+// ---- prefetch.js
+const $prefetch = (() => {
+// Byte ranges fetched before the reader asked for them (by the boot script
+// in index.html), answering the reader's requests they cover. Shared by the
+// worker and the page, which both open the store named in the address with
+// them: the page to draw the first record at once, the worker to serve
+// everything after.
+
+/**
+ * Ranges by file URL: [{start, end, got: Promise}], `got` resolving to
+ * {body: ArrayBuffer, total, etag, type}, or null when there is no usable
+ * answer (anything but a 206 of the range asked for).
+ */
+class Prefetched {
+  constructor() {
+    this.files = new Map();
+  }
+
+  get size() {
+    return this.files.size;
+  }
+
+  /** The slot of `[url, start, end)`, made (pending) if new. */
+  slot([url, start, end]) {
+    let list = this.files.get(url);
+    if (!list) this.files.set(url, (list = []));
+    let s = list.find((x) => x.start === start && x.end === end);
+    if (!s) {
+      s = { start, end };
+      s.got = new Promise((resolve) => { s.resolve = resolve; });
+      list.push(s);
+    }
+    return s;
+  }
+
+  /** An answer arrived for `slot`; `pending` slots are announced first. */
+  arrived({ slot, pending, got }) {
+    for (const p of pending || []) this.slot(p);
+    this.slot(slot).resolve(got);
+  }
+
+  /** Forget everything (pending slots answer null). */
+  drop() {
+    for (const list of this.files.values()) for (const s of list) s.resolve(null);
+    this.files.clear();
+  }
+
+  /** A 206 answer to `Range: bytes=a-b` of `url` from a range holding it, or null. */
+  async serve(url, range) {
+    const list = this.files.get(url);
+    const m = list && /^bytes=(\d+)-(\d+)$/.exec(range || '');
+    if (!m) return null;
+    const a = Number(m[1]);
+    const b = Number(m[2]);
+    for (const s of list) {
+      if (a < s.start || b >= s.end) continue;
+      // The boot script always answers; the timer guards against one that broke.
+      const got = await Promise.race([s.got, new Promise((r) => setTimeout(() => r(null), 10_000))]);
+      if (!got) continue;
+      // Short only where the file ends, as a server would answer.
+      const last = Math.min(b, got.total - 1);
+      if (a > last || last >= s.start + got.body.byteLength) continue;
+      const body = got.body.slice(a - s.start, last + 1 - s.start);
+      const headers = { 'content-range': `bytes ${a}-${last}/${got.total}`, 'content-length': String(body.byteLength) };
+      if (got.etag) headers.etag = got.etag;
+      if (got.type) headers['content-type'] = got.type;
+      return new Response(body, { status: 206, headers });
+    }
+    return null;
+  }
+}
+
+/** The URL and Range header of a fetch call. */
+function requestOf(input, init) {
+  const url = typeof input === 'string' ? input : input.url;
+  const range = new Headers(init?.headers || (typeof input === 'string' ? undefined : input.headers)).get('range');
+  return { url, range };
+}
+
+return { Prefetched, requestOf };
+})();
+// ---- first.js
+const $first = (() => {
+// The page's first record, drawn without waiting for the worker: when the
+// address names a store, the boot script in index.html has compiled the wasm
+// reader, imported its JS and fetched the bytes that opening the store and
+// reading record i take. Starting a worker can take longer than all of that
+// on a busy machine, so the page opens the store itself from those bytes
+// alone, reads record i, and lets it go; the worker, opened from the same
+// bytes, serves everything after.
+
+const { Prefetched, requestOf } = $prefetch;
+const { parseDtype, summarize, isNumeric, splitBatch } = $dtype;
+
+/**
+ * {summary, rec} of record `index` of the store at `url` — what the worker's
+ * `open` and `records` would answer — or null when the boot script did not
+ * prefetch this store or the reader needs any byte it did not fetch.
+ */
+async function quickFirstRecord(url, index) {
+  const boot = globalThis.zrecordBoot;
+  if (!boot?.url || boot.url !== url || boot.index !== index || !boot.glue) return null;
+  const pf = new Prefetched();
+  for (const s of boot.plan) pf.slot(s);
+  for (const m of boot.sent) pf.arrived(m);
+  boot.onSent = (m) => pf.arrived(m);
+  let store = null;
+  try {
+    const [glue, module] = await Promise.all([boot.glue, boot.wasm]);
+    await glue.default({ module_or_path: module });
+    const onlyPrefetched = async (input, init) => {
+      const { url: u, range } = requestOf(input, init);
+      const hit = await pf.serve(u, range);
+      if (!hit) throw new Error('not prefetched');
+      return hit;
+    };
+    store = await glue.Store.open(url, { fetch: onlyPrefetched, retries: 0 });
+    if (!(index < Number(store.len))) return null;
+    const dt = parseDtype(store.dtype);
+    const [r] = splitBatch(await store.gather(Uint32Array.of(index)), 1);
+    const rec = { index, shape: r.shape, bytes: r.bytes };
+    if (isNumeric(dt)) rec.summary = summarize(new Uint8Array(r.bytes), dt);
+    const summary = {
+      len: Number(store.len),
+      kind: store.kind,
+      dtype: store.dtype,
+      itemShape: store.itemShape == null ? null : Array.from(store.itemShape, Number),
+      codec: store.codec,
+      info: store.info(),
+    };
+    return { summary, rec };
+  } catch {
+    return null;
+  } finally {
+    store?.free();
+    boot.onSent = null;
+    pf.drop();
+  }
+}
+
+return { quickFirstRecord };
+})();
 // ---- app.js
 {
 // The viewer's entry point: wires the top bar, the address (#url=…&i=…),
@@ -2268,6 +2436,7 @@ const { BatchView } = $batch;
 const { NetworkPanel } = $network;
 const { tokenizerFor } = $tokenizer;
 const { DatasetView, misaligned } = $dataset;
+const { quickFirstRecord } = $first;
 
 const $ = (sel) => document.querySelector(sel);
 
@@ -2295,6 +2464,7 @@ const state = {
   datasetStreams: [], // its StreamClients
   firstPainted: false,
   firstRecord: null, // {index, source, recs: Promise} asked for with the open
+  quick: null, // {index, source} of a first record first.js drew
 };
 window.zrecordViewer = { state, client };
 
@@ -2352,6 +2522,8 @@ async function openSource(source, index = null) {
   const name = source.url || `${source.name} (local folder)`;
   network.reset();
   showOnly('loading');
+  state.prefs = {};
+  state.quick = null;
   let summary;
   try {
     const opening = client.open(source.url ? { url: source.url } : { files: source.files }, ctl.signal);
@@ -2359,6 +2531,19 @@ async function openSource(source, index = null) {
     // until the store is open), instead of a round trip later.
     const first = index != null && index >= 0 ? index : 0;
     state.firstRecord = { index: first, source, recs: client.records([first], { summary: true, signal: ctl.signal }).catch(() => null) };
+    // The page's first store: draw the record from the boot script's bytes
+    // if that comes first (first.js); the worker's answers follow.
+    if (!state.firstPainted && source.url) {
+      quickFirstRecord(source.url, first).then((q) => {
+        if (!q || state.openCtl !== ctl || state.summary || state.firstPainted) return;
+        performance.mark('zr:quick-record');
+        state.quick = { index: first, source };
+        state.selected = first;
+        state.dt = parseDtype(q.summary.dtype);
+        showOnly('workspace');
+        drawRecord(q.rec, { n: q.summary.len, source });
+      });
+    }
     summary = await opening;
   } catch (e) {
     if (isAbort(e)) return;
@@ -2385,7 +2570,6 @@ async function openSource(source, index = null) {
     }, () => {});
   }
   state.dt = parseDtype(summary.dtype);
-  state.prefs = {};
   document.title = `${source.url ? shortName(source.url) : source.name} · zrecord viewer`;
   // On the page's first store, the sidebar waits until the record is on screen.
   const showOverview = () => {
@@ -2412,8 +2596,17 @@ async function openSource(source, index = null) {
     state.table = table();
     state.table.select(start, true);
   } else {
-    // The page's first record goes on screen before the table is built.
-    selectRecord(start);
+    // The page's first record goes on screen before the table is built
+    // (it may be there already, from first.js).
+    if (state.quick?.source === source && state.quick.index === start) {
+      writeHash(readHash().url || source.url, start);
+      client.locs(start, 1).then((l) => {
+        const el = state.selected === start && document.querySelector('#record-sizes');
+        if (el) el.textContent = sizesText({ stored: l.stored[0], decoded: l.decoded[0] });
+      }, () => {});
+    } else {
+      selectRecord(start);
+    }
     firstRecordShown.then(() => {
       if (state.summary !== summary || state.table) return;
       state.table = table();
@@ -2494,13 +2687,17 @@ async function selectRecord(i) {
   delete view.dataset.loading;
   // data.zr's size is known once a record was read from it.
   if (overview.files && overview.files['data.zr'] == null) client.info().then((s) => overview.refreshFiles(s.info), () => {});
-  const source = state.source;
-  renderRecord(view, recs[0], {
+  drawRecord(recs[0], { loc, n: state.summary.len, source: state.source });
+}
+
+/** Draw record `rec` of the open store (`n` records, opened from `source`). */
+function drawRecord(rec, { loc = null, n, source }) {
+  renderRecord($('#record-view'), rec, {
     dt: state.dt,
     loc,
-    n: state.summary.len,
+    n,
     prefs: state.prefs,
-    onNav: (j) => state.table.select(j, 'nearest'),
+    onNav: (j) => state.table?.select(j, 'nearest'),
     tokens: {
       storeUrl: source?.url || null,
       current: state.tokenizer,

@@ -12,6 +12,7 @@ import { BatchView } from './batch.js';
 import { NetworkPanel } from './network.js';
 import { tokenizerFor } from './tokenizer.js';
 import { DatasetView, misaligned } from './dataset.js';
+import { quickFirstRecord } from './first.js';
 
 const $ = (sel) => document.querySelector(sel);
 
@@ -39,6 +40,7 @@ const state = {
   datasetStreams: [], // its StreamClients
   firstPainted: false,
   firstRecord: null, // {index, source, recs: Promise} asked for with the open
+  quick: null, // {index, source} of a first record first.js drew
 };
 window.zrecordViewer = { state, client };
 
@@ -96,6 +98,8 @@ async function openSource(source, index = null) {
   const name = source.url || `${source.name} (local folder)`;
   network.reset();
   showOnly('loading');
+  state.prefs = {};
+  state.quick = null;
   let summary;
   try {
     const opening = client.open(source.url ? { url: source.url } : { files: source.files }, ctl.signal);
@@ -103,6 +107,19 @@ async function openSource(source, index = null) {
     // until the store is open), instead of a round trip later.
     const first = index != null && index >= 0 ? index : 0;
     state.firstRecord = { index: first, source, recs: client.records([first], { summary: true, signal: ctl.signal }).catch(() => null) };
+    // The page's first store: draw the record from the boot script's bytes
+    // if that comes first (first.js); the worker's answers follow.
+    if (!state.firstPainted && source.url) {
+      quickFirstRecord(source.url, first).then((q) => {
+        if (!q || state.openCtl !== ctl || state.summary || state.firstPainted) return;
+        performance.mark('zr:quick-record');
+        state.quick = { index: first, source };
+        state.selected = first;
+        state.dt = parseDtype(q.summary.dtype);
+        showOnly('workspace');
+        drawRecord(q.rec, { n: q.summary.len, source });
+      });
+    }
     summary = await opening;
   } catch (e) {
     if (isAbort(e)) return;
@@ -129,7 +146,6 @@ async function openSource(source, index = null) {
     }, () => {});
   }
   state.dt = parseDtype(summary.dtype);
-  state.prefs = {};
   document.title = `${source.url ? shortName(source.url) : source.name} · zrecord viewer`;
   // On the page's first store, the sidebar waits until the record is on screen.
   const showOverview = () => {
@@ -156,8 +172,17 @@ async function openSource(source, index = null) {
     state.table = table();
     state.table.select(start, true);
   } else {
-    // The page's first record goes on screen before the table is built.
-    selectRecord(start);
+    // The page's first record goes on screen before the table is built
+    // (it may be there already, from first.js).
+    if (state.quick?.source === source && state.quick.index === start) {
+      writeHash(readHash().url || source.url, start);
+      client.locs(start, 1).then((l) => {
+        const el = state.selected === start && document.querySelector('#record-sizes');
+        if (el) el.textContent = sizesText({ stored: l.stored[0], decoded: l.decoded[0] });
+      }, () => {});
+    } else {
+      selectRecord(start);
+    }
     firstRecordShown.then(() => {
       if (state.summary !== summary || state.table) return;
       state.table = table();
@@ -238,13 +263,17 @@ async function selectRecord(i) {
   delete view.dataset.loading;
   // data.zr's size is known once a record was read from it.
   if (overview.files && overview.files['data.zr'] == null) client.info().then((s) => overview.refreshFiles(s.info), () => {});
-  const source = state.source;
-  renderRecord(view, recs[0], {
+  drawRecord(recs[0], { loc, n: state.summary.len, source: state.source });
+}
+
+/** Draw record `rec` of the open store (`n` records, opened from `source`). */
+function drawRecord(rec, { loc = null, n, source }) {
+  renderRecord($('#record-view'), rec, {
     dt: state.dt,
     loc,
-    n: state.summary.len,
+    n,
     prefs: state.prefs,
-    onNav: (j) => state.table.select(j, 'nearest'),
+    onNav: (j) => state.table?.select(j, 'nearest'),
     tokens: {
       storeUrl: source?.url || null,
       current: state.tokenizer,

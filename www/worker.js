@@ -15,6 +15,8 @@
 // modules have even run. The page's later `open` and `records` calls for the
 // same URL and record take those results.
 
+import { Prefetched, requestOf } from './prefetch.js';
+
 // The boot script names the worker after the store it should open at once
 // ({preopen, index, pending}), and with `wasm: true` compiles the wasm itself
 // while the worker starts, posting the WebAssembly.Module ({op: 'wasm'}).
@@ -53,58 +55,10 @@ const inflight = new Map(); // request id -> AbortController
 let early = null;
 
 // Byte ranges the page fetched for the reader before this worker ran (see
-// the boot script in index.html): file URL -> [{start, end, got: Promise}],
-// `got` resolving to {body, total, etag, type} or null (no usable answer).
-// They serve the reader's requests they cover until the page opens another
-// store or record i was read.
-const prefetched = new Map();
-
-function slotOf([url, start, end]) {
-  let list = prefetched.get(url);
-  if (!list) prefetched.set(url, (list = []));
-  let s = list.find((x) => x.start === start && x.end === end);
-  if (!s) {
-    s = { start, end };
-    s.got = new Promise((resolve) => { s.resolve = resolve; });
-    list.push(s);
-  }
-  return s;
-}
-
-function arrived({ slot, pending, got }) {
-  for (const p of pending || []) slotOf(p);
-  slotOf(slot).resolve(got);
-}
-
-function dropPrefetched() {
-  for (const list of prefetched.values()) for (const s of list) s.resolve(null);
-  prefetched.clear();
-}
-
-/** A 206 answer to `bytes=a-b` from a prefetched range holding it, or null. */
-async function fromPrefetched(url, range) {
-  const list = prefetched.get(url);
-  const m = list && /^bytes=(\d+)-(\d+)$/.exec(range || '');
-  if (!m) return null;
-  const a = Number(m[1]);
-  const b = Number(m[2]);
-  for (const s of list) {
-    if (a < s.start || b >= s.end) continue;
-    // The page always answers; the timer only guards against a page that broke.
-    const got = await Promise.race([s.got, new Promise((r) => setTimeout(() => r(null), 10_000))]);
-    if (!got) continue;
-    const have = s.start + got.body.byteLength;
-    // Short only where the file ends, as a server would answer.
-    const last = Math.min(b, got.total - 1);
-    if (a > last || (last >= have)) continue;
-    const body = got.body.slice(a - s.start, last + 1 - s.start);
-    const headers = { 'content-range': `bytes ${a}-${last}/${got.total}`, 'content-length': String(body.byteLength) };
-    if (got.etag) headers.etag = got.etag;
-    if (got.type) headers['content-type'] = got.type;
-    return new Response(body, { status: 206, headers });
-  }
-  return null;
-}
+// the boot script in index.html). They serve the reader's requests they
+// cover until the page opens another store or record i was read.
+const prefetched = new Prefetched();
+const dropPrefetched = () => prefetched.drop();
 
 /**
  * The fetch the reader uses: bypasses the browser's HTTP cache, and answers
@@ -116,16 +70,15 @@ async function fromPrefetched(url, range) {
  */
 async function readerFetch(input, init) {
   if (prefetched.size) {
-    const url = typeof input === 'string' ? input : input.url;
-    const range = new Headers(init?.headers || (typeof input === 'string' ? undefined : input.headers)).get('range');
-    const hit = await fromPrefetched(url, range);
+    const { url, range } = requestOf(input, init);
+    const hit = await prefetched.serve(url, range);
     if (hit) return hit;
   }
   return fetch(input, Object.assign(init || {}, { cache: 'no-store' }));
 }
 
 function preopen({ url, index, pending }) {
-  for (const p of pending || []) slotOf(p);
+  for (const p of pending || []) prefetched.slot(p);
   const opened = wasmReady.then((mod) => mod.Store.open(url, { fetch: readerFetch }));
   early = { url, index: index ?? 0, opened, first: null };
   const mine = early;
@@ -227,7 +180,7 @@ const ops = {
   async records({ indices, summary: wantSummary, key }, signal) {
     const s = await ready(key);
     const { dtype, first } = stores.get(key || 'main');
-    const { summarize, isNumeric } = await dtypeReady;
+    const { summarize, isNumeric, splitBatch } = await dtypeReady;
     let batch;
     if (first?.first && indices.length === 1 && indices[0] === first.index) {
       batch = await first.first;
@@ -253,7 +206,7 @@ const ops = {
   async valueCounts({ key, chunk = 16384 }, signal, id) {
     const s = await ready(key);
     const { dtype } = stores.get(key);
-    const { typedView, isInteger } = await dtypeReady;
+    const { typedView, isInteger, asBytes } = await dtypeReady;
     if (s.kind !== 'dense' || !isInteger(dtype) || Array.from(s.itemShape).reduce((a, b) => a * Number(b), 1) !== 1) {
       throw new Error('value counts need a Dense store of one integer per record');
     }
@@ -333,31 +286,6 @@ function normalizeLocs(got, count) {
   return transfer({ stored, decoded }, [stored.buffer, decoded.buffer]);
 }
 
-/**
- * A gather result as one {shape, bytes: ArrayBuffer} per record. Dense:
- * {data, shape} with data a TypedArray of `shape` = [n, ...itemShape];
- * Ragged: {values, offsets, shapes}, record k being
- * values.subarray(offsets[k], offsets[k + 1]) of shape shapes[k].
- */
-function splitBatch(b, n) {
-  if (b.data !== undefined) {
-    const bytes = asBytes(b.data);
-    const row = n ? bytes.byteLength / n : 0;
-    const shape = Array.from(b.shape, Number).slice(1);
-    return Array.from({ length: n }, (_, k) => ({ shape, bytes: bytes.slice(k * row, (k + 1) * row).buffer }));
-  }
-  const values = asBytes(b.values);
-  const unit = b.values.BYTES_PER_ELEMENT;
-  return Array.from({ length: n }, (_, k) => ({
-    shape: Array.from(b.shapes[k], Number),
-    bytes: values.slice(b.offsets[k] * unit, b.offsets[k + 1] * unit).buffer,
-  }));
-}
-
-function asBytes(view) {
-  return new Uint8Array(view.buffer, view.byteOffset, view.byteLength);
-}
-
 /** The reader's counters, summed over every open store. */
 function readStats() {
   if (!stores.size) return null;
@@ -408,7 +336,7 @@ function abortError() {
 self.onmessage = async (ev) => {
   const { id, op, ...args } = ev.data;
   if (op === 'prefetched') {
-    arrived(args);
+    prefetched.arrived(args);
     return;
   }
   if (op === 'wasm') {

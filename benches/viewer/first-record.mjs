@@ -43,8 +43,10 @@ const dir = mkdtempSync(join(tmpdir(), 'zr-first-record-'));
 execFileSync(bin, ['demo', '--no-serve', '--dir', dir], { stdio: ['ignore', 'ignore', 'inherit'] });
 
 // `--live` serves www/ and pkg/ from this checkout instead of the copies
-// embedded in the binary (for measuring while editing the viewer).
-const serveArgs = ['serve', dir, '--port', '0', ...(args.includes('--live') ? ['--viewer-dir', repo] : [])];
+// embedded in the binary (for measuring while editing the viewer);
+// `--viewer-dir D` from another checkout D (to compare two versions).
+const viewerDir = opt('viewer-dir', args.includes('--live') ? repo : null);
+const serveArgs = ['serve', dir, '--port', '0', ...(viewerDir ? ['--viewer-dir', viewerDir] : [])];
 const server = spawn(bin, serveArgs, { stdio: ['ignore', 'pipe', 'inherit'] });
 const viewer = await new Promise((res, rej) => {
   let out = '';

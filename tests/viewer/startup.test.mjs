@@ -30,9 +30,10 @@ test('opening a zstd_dict store by its URL fetches each range once and paints th
   assert.equal(store('dict.zr').length, 1);
   // data.zr's head holds record 5: one request, the head.
   assert.deepEqual(store('data.zr').map((r) => r.range), ['bytes=0-65535']);
-  // One bundle for the page; no module fetched on its own.
+  // One bundle for the page, plus the wasm reader's JS (first.js opens the
+  // store on the page too); the worker's own modules.
   const scripts = requests.filter((r) => r.url.endsWith('.js')).map((r) => r.url).sort();
-  assert.deepEqual(scripts, ['/app.bundle.js', '/dtype.js', '/pkg/zrecord.js', '/worker.js']);
+  assert.deepEqual(scripts, ['/app.bundle.js', '/dtype.js', '/pkg/zrecord.js', '/pkg/zrecord.js', '/prefetch.js', '/worker.js']);
   const s = await page.evaluate(() => window.zrecordViewer.client.stats);
   assert.equal(s.dictRequests, 1, JSON.stringify(s));
   noPageErrors(page);
@@ -70,5 +71,28 @@ test('the big store: a record past the head comes from its exact range, fetched 
   done();
   const data = requests.filter((r) => r.url.endsWith('/tokens-200k/data.zr')).map((r) => r.range);
   assert.equal(new Set(data).size, data.length, `no range twice: ${data.join(', ')}`);
+  noPageErrors(page);
+});
+
+test('the page reads the first record itself from the boot script\'s bytes alone (first.js)', async () => {
+  const name = 'dense-u8-img-zstd_dict';
+  const { requests, done } = await load(`#url=${encodeURIComponent(`/${name}/`)}&i=7`);
+  await waitRecord(page, 7);
+  const before = requests.length;
+  const got = await page.evaluate(async (u) => {
+    const { quickFirstRecord } = await import('./first.js');
+    const q = await quickFirstRecord(new URL(u, location.href).href, 7);
+    return q && { len: q.summary.len, codec: q.summary.codec, shape: q.rec.shape, bytes: Array.from(new Uint8Array(q.rec.bytes)) };
+  }, `/${name}/`);
+  done();
+  assert.ok(got, 'first.js read the record');
+  assert.equal(got.len, 40);
+  assert.equal(got.codec, 'zstd_dict');
+  assert.deepEqual(got.shape, fixture(name).records[7].shape);
+  assert.deepEqual(got.bytes, Array.from(expectedBytes(name, 7)));
+  // From the boot script's bytes only: no request went out for it.
+  assert.deepEqual(requests.slice(before).filter((r) => r.url.endsWith('.zr')), []);
+  // Another record than the one the address named: not prefetched, so no answer.
+  assert.equal(await page.evaluate(async (u) => (await import('./first.js')).quickFirstRecord(new URL(u, location.href).href, 8), `/${name}/`), null);
   noPageErrors(page);
 });
