@@ -905,20 +905,122 @@ function formatInfo(k, v) {
 
 return { fileSizes, Overview };
 })();
+// ---- virtual.js
+const $virtual = (() => {
+// A virtual list: a scroller over any number of fixed-height rows with only
+// the rows on screen in the DOM (a pool, reused as the view moves). Past
+// MAX_HEIGHT pixels the scrollbar maps proportionally onto the rows, since
+// browsers cap an element's height. The record table and the dataset view
+// draw their rows with it.
+
+const { h } = $dom;
+
+const MAX_HEIGHT = 15_000_000; // px; browsers break down past ~33M
+
+class VirtualRows {
+  /**
+   * @param {number} n rows
+   * @param {number} rowHeight px
+   * @param {{label: string, makeRow: () => HTMLElement, fillRow: (row: HTMLElement, i: number) => void}} opts
+   *   `makeRow` builds a pooled row; `fillRow` draws row `i` into it.
+   */
+  constructor(n, rowHeight, { label, makeRow, fillRow }) {
+    this.n = n;
+    this.rowHeight = rowHeight;
+    this.makeRow = makeRow;
+    this.fillRow = fillRow;
+    this.rowsEl = h('div.vt-window');
+    this.spacer = h('div.vt-spacer', this.rowsEl);
+    this.scroller = h('div.vt-scroll', { tabindex: 0, 'aria-label': label }, this.spacer);
+    this.virtualHeight = n * rowHeight;
+    this.height = Math.min(this.virtualHeight, MAX_HEIGHT);
+    this.spacer.style.height = `${this.height}px`;
+    this.pool = [];
+  }
+
+  /** Pixel offset into the virtual (unscaled) list for the current scroll. */
+  virtualTop() {
+    const view = this.scroller.clientHeight;
+    const st = this.scroller.scrollTop;
+    if (this.height === this.virtualHeight || this.height <= view) return st;
+    return (st / (this.height - view)) * (this.virtualHeight - view);
+  }
+
+  scrollToVirtual(vTop) {
+    const view = this.scroller.clientHeight;
+    vTop = Math.max(0, Math.min(vTop, this.virtualHeight - view));
+    this.scroller.scrollTop = this.height === this.virtualHeight || this.height <= view
+      ? vTop
+      : (vTop / (this.virtualHeight - view)) * (this.height - view);
+  }
+
+  /** {first, last (exclusive), offset}: the rows on screen. */
+  visibleRange() {
+    const vTop = this.virtualTop();
+    const first = Math.max(0, Math.floor(vTop / this.rowHeight));
+    const count = Math.ceil(this.scroller.clientHeight / this.rowHeight) + 1;
+    return { first, last: Math.min(this.n, first + count), offset: vTop - first * this.rowHeight };
+  }
+
+  /** Rows on screen minus one: what PageDown moves. */
+  page() {
+    return Math.max(1, Math.floor(this.scroller.clientHeight / this.rowHeight) - 1);
+  }
+
+  /** Scroll row `i` into view: `how` true centres it, 'nearest' scrolls minimally. */
+  reveal(i, how) {
+    const { first, last } = this.visibleRange();
+    const r = this.rowHeight;
+    if (how === 'nearest') {
+      if (i < first + 1) this.scrollToVirtual(i * r);
+      else if (i >= last - 1) this.scrollToVirtual((i + 1) * r - this.scroller.clientHeight);
+    } else {
+      this.scrollToVirtual(i * r - this.scroller.clientHeight / 2 + r / 2);
+    }
+  }
+
+  /** Position the pool over the rows on screen and draw each; returns the range. */
+  render() {
+    const range = this.visibleRange();
+    const { first, last, offset } = range;
+    this.rowsEl.style.height = `${this.scroller.clientHeight}px`;
+    const count = last - first;
+    while (this.pool.length < count) {
+      const r = this.makeRow();
+      this.pool.push(r);
+      this.rowsEl.append(r);
+    }
+    for (let k = 0; k < this.pool.length; k++) {
+      const row = this.pool[k];
+      if (k >= count) {
+        row.hidden = true;
+        continue;
+      }
+      const i = first + k;
+      row.hidden = false;
+      row.style.transform = `translateY(${k * this.rowHeight - offset}px)`;
+      row.dataset.index = i;
+      this.fillRow(row, i);
+    }
+    return range;
+  }
+}
+
+return { VirtualRows };
+})();
 // ---- table.js
 const $table = (() => {
-// The record table: a virtual list over any number of records. Only the rows
-// on screen exist in the DOM; their locations are fetched in blocks once the
-// scrolling settles, and fetches for rows that scrolled away are cancelled.
-// Past ~600k rows the scrollbar maps proportionally onto the rows, since
-// browsers cap an element's height.
+// The record table: a virtual list (virtual.js) over any number of records.
+// Only the rows on screen exist in the DOM; their locations are fetched in
+// blocks once the scrolling settles, and fetches for rows that scrolled away
+// are cancelled.
 
 const { h, setChildren, fmtBytes, fmtInt, fmtRatio, fmtShape } = $dom;
 const { isAbort } = $client;
+const { VirtualRows } = $virtual;
 
 const ROW = 24; // px, matches --row in style.css
 const BLOCK = 256; // rows per location fetch
-const MAX_HEIGHT = 15_000_000; // px; browsers break down past ~33M
 const SETTLE_MS = 70; // wait this long after the last scroll before fetching
 const MAX_BLOCKS = 400; // cached location blocks
 const SHAPE_BUDGET = 4 << 20; // fetch Ragged shapes for at most this many stored bytes on screen
@@ -957,9 +1059,13 @@ class RecordTable {
         if (Number.isInteger(i) && i >= 0 && i < this.n) this.select(i, true);
       }
     });
-    this.rowsEl = h('div.vt-window');
-    this.spacer = h('div.vt-spacer', this.rowsEl);
-    this.scroller = h('div.vt-scroll', { tabindex: 0, 'aria-label': 'Records' }, this.spacer);
+    this.rows = new VirtualRows(this.n, ROW, {
+      label: 'Records',
+      makeRow: () => h('div.vt-row', h('span.idx'), h('span'), h('span'), h('span'), h('span')),
+      fillRow: (row, i) => this.fillRow(row, i),
+    });
+    this.rowsEl = this.rows.rowsEl;
+    this.scroller = this.rows.scroller;
     this.foot = h('div.vt-foot');
     setChildren(this.el,
       h('div.table-bar', h('h2', 'Records'), this.jump, h('button', { onclick: () => this.jumpGo() }, 'Go')),
@@ -967,10 +1073,6 @@ class RecordTable {
       this.scroller,
       this.foot,
     );
-    this.virtualHeight = this.n * ROW;
-    this.height = Math.min(this.virtualHeight, MAX_HEIGHT);
-    this.spacer.style.height = `${this.height}px`;
-    this.pool = [];
     this.scroller.addEventListener('scroll', () => this.onScroll(), { passive: true });
     this.scroller.addEventListener('keydown', (e) => this.onKey(e));
     this.rowsEl.addEventListener('click', (e) => {
@@ -995,27 +1097,8 @@ class RecordTable {
     this.shapeFetch?.ctl.abort();
   }
 
-  /** Pixel offset into the virtual (unscaled) list for the current scroll. */
-  virtualTop() {
-    const view = this.scroller.clientHeight;
-    const st = this.scroller.scrollTop;
-    if (this.height === this.virtualHeight || this.height <= view) return st;
-    return (st / (this.height - view)) * (this.virtualHeight - view);
-  }
-
-  scrollToVirtual(vTop) {
-    const view = this.scroller.clientHeight;
-    vTop = Math.max(0, Math.min(vTop, this.virtualHeight - view));
-    this.scroller.scrollTop = this.height === this.virtualHeight || this.height <= view
-      ? vTop
-      : (vTop / (this.virtualHeight - view)) * (this.height - view);
-  }
-
   visibleRange() {
-    const vTop = this.virtualTop();
-    const first = Math.max(0, Math.floor(vTop / ROW));
-    const count = Math.ceil(this.scroller.clientHeight / ROW) + 1;
-    return { first, last: Math.min(this.n, first + count), offset: vTop - first * ROW };
+    return this.rows.visibleRange();
   }
 
   onScroll() {
@@ -1025,7 +1108,7 @@ class RecordTable {
   }
 
   onKey(e) {
-    const page = Math.max(1, Math.floor(this.scroller.clientHeight / ROW) - 1);
+    const page = this.rows.page();
     const moves = { ArrowDown: 1, ArrowUp: -1, PageDown: page, PageUp: -page, Home: -Infinity, End: Infinity };
     if (!(e.key in moves)) return;
     e.preventDefault();
@@ -1040,15 +1123,7 @@ class RecordTable {
    */
   select(i, reveal, notify = true) {
     this.selected = i;
-    if (reveal) {
-      const { first, last } = this.visibleRange();
-      if (reveal === 'nearest') {
-        if (i < first + 1) this.scrollToVirtual(i * ROW);
-        else if (i >= last - 1) this.scrollToVirtual((i + 1) * ROW - this.scroller.clientHeight);
-      } else {
-        this.scrollToVirtual(i * ROW - this.scroller.clientHeight / 2 + ROW / 2);
-      }
-    }
+    if (reveal) this.rows.reveal(i, reveal);
     this.render(true);
     if (notify) this.onSelect(i);
   }
@@ -1056,36 +1131,7 @@ class RecordTable {
   /** Draw the rows on screen from what is cached; `fetch` also loads the rest. */
   render(fetch) {
     if (this.destroyed) return;
-    const { first, last, offset } = this.visibleRange();
-    this.rowsEl.style.height = `${this.scroller.clientHeight}px`;
-    const count = last - first;
-    while (this.pool.length < count) {
-      const r = h('div.vt-row', h('span.idx'), h('span'), h('span'), h('span'), h('span'));
-      this.pool.push(r);
-      this.rowsEl.append(r);
-    }
-    for (let k = 0; k < this.pool.length; k++) {
-      const row = this.pool[k];
-      if (k >= count) {
-        row.hidden = true;
-        continue;
-      }
-      const i = first + k;
-      row.hidden = false;
-      row.style.transform = `translateY(${k * ROW - offset}px)`;
-      row.dataset.index = i;
-      row.classList.toggle('selected', i === this.selected);
-      const [ci, cs, cst, cde, cr] = row.children;
-      ci.textContent = fmtInt(i);
-      const loc = this.loc(i);
-      const shape = this.dense ? this.itemShape : this.shapes.get(i);
-      cs.textContent = shape ? fmtShape(shape) : loc ? '' : '…';
-      cs.className = shape ? '' : 'pending';
-      cst.textContent = loc ? fmtBytes(loc.stored) : '…';
-      cde.textContent = loc ? fmtBytes(loc.decoded) : '…';
-      cr.textContent = loc ? fmtRatio(loc.decoded, loc.stored) : '';
-      for (const c of [cst, cde, cr]) c.className = loc ? '' : 'pending';
-    }
+    const { first, last } = this.rows.render();
     setChildren(this.foot,
       h('span', this.n ? `${fmtInt(first)}–${fmtInt(last - 1)} of ${fmtInt(this.n)}` : 'no records'),
       h('span', this.selected >= 0 ? `selected #${fmtInt(this.selected)}` : ''),
@@ -1094,6 +1140,20 @@ class RecordTable {
       clearTimeout(this.timer);
       this.timer = setTimeout(() => this.fetchVisible(), 0);
     }
+  }
+
+  fillRow(row, i) {
+    row.classList.toggle('selected', i === this.selected);
+    const [ci, cs, cst, cde, cr] = row.children;
+    ci.textContent = fmtInt(i);
+    const loc = this.loc(i);
+    const shape = this.dense ? this.itemShape : this.shapes.get(i);
+    cs.textContent = shape ? fmtShape(shape) : loc ? '' : '…';
+    cs.className = shape ? '' : 'pending';
+    cst.textContent = loc ? fmtBytes(loc.stored) : '…';
+    cde.textContent = loc ? fmtBytes(loc.decoded) : '…';
+    cr.textContent = loc ? fmtRatio(loc.decoded, loc.stored) : '';
+    for (const c of [cst, cde, cr]) c.className = loc ? '' : 'pending';
   }
 
   loc(i) {
@@ -1944,11 +2004,11 @@ return { NetworkPanel };
 const $dataset = (() => {
 // A dataset: several stores whose record i belong together (loaderx's
 // DataLoader reads them as one: image, label, caption, …). One virtual table
-// whose row i shows every stream's record i — a thumbnail for images, the
-// value of a scalar, the text of a caption — fetching only the rows on
-// screen, a block at a time per stream. The sidebar lists the streams and,
-// for each scalar integer Dense stream, the balance of its values over the
-// whole store, counted by streaming coalesced reads (with progress, and a
+// (virtual.js) whose row i shows every stream's record i — a thumbnail for
+// images, the value of a scalar, the text of a caption — fetching only the
+// rows on screen, a block at a time per stream. The sidebar lists the streams
+// and, for each scalar integer Dense stream, the balance of its values over
+// the whole store, counted by streaming coalesced reads (with progress, and a
 // Cancel button).
 
 const { h, setChildren, fmtInt, fmtShape, fmtNum } = $dom;
@@ -1956,6 +2016,7 @@ const { parseDtype, typedView, formatItem, isInteger } = $dtype;
 const { imageLayouts, paintImage } = $record;
 const { isAbort } = $client;
 const { tokenizerBar, tokenizerFor, decodedText } = $tokenizer;
+const { VirtualRows } = $virtual;
 
 const ROW = 56; // px
 const BLOCK = 64; // rows per fetch, per stream
@@ -2031,11 +2092,19 @@ class DatasetView {
   }
 
   build() {
-    this.rowsEl = h('div.vt-window');
-    this.spacer = h('div.vt-spacer', this.rowsEl);
-    this.scroller = h('div.vt-scroll.ds-scroll', { tabindex: 0, 'aria-label': 'Dataset rows' }, this.spacer);
-    this.spacer.style.height = `${this.n * ROW}px`;
     this.cols = `64px ${this.streams.map((s) => (s.kind === 'image' ? `${THUMB + 16}px` : s.kind === 'scalar' ? 'minmax(70px, 110px)' : 'minmax(140px, 1fr)')).join(' ')}`;
+    this.rows = new VirtualRows(this.n, ROW, {
+      label: 'Dataset rows',
+      makeRow: () => {
+        const r = h('div.ds-row', { style: { gridTemplateColumns: this.cols } }, h('span.idx'), this.streams.map(() => h('div.cell')));
+        r.drawn = [];
+        return r;
+      },
+      fillRow: (row, i) => this.fillRow(row, i),
+    });
+    this.rowsEl = this.rows.rowsEl;
+    this.scroller = this.rows.scroller;
+    this.scroller.classList.add('ds-scroll');
     const head = h('div.ds-cols', { style: { gridTemplateColumns: this.cols } }, h('span', 'index'),
       this.streams.map((s) => h('span', { title: `${s.summary.dtype} ${fmtShape(s.summary.itemShape)} ${s.summary.kind}` }, s.name)));
     this.foot = h('div.vt-foot');
@@ -2043,7 +2112,6 @@ class DatasetView {
       h('div.table-bar', h('h2', `Dataset · ${this.streams.length} streams · ${fmtInt(this.n)} rows`)),
       head, this.scroller, this.foot);
     this.els.table.classList.add('dataset');
-    this.pool = [];
     this.scroller.addEventListener('scroll', () => {
       this.render();
       clearTimeout(this.timer);
@@ -2064,17 +2132,14 @@ class DatasetView {
 
   select(i, reveal = false) {
     this.selected = i;
-    if (reveal) this.scroller.scrollTop = Math.max(0, i * ROW - this.scroller.clientHeight / 2 + ROW / 2);
+    if (reveal) this.rows.reveal(i, true);
     this.render();
     this.fetchVisible();
     this.hooks.onSelect?.(i);
   }
 
   visibleRange() {
-    const top = this.scroller.scrollTop;
-    const first = Math.max(0, Math.floor(top / ROW));
-    const last = Math.min(this.n, first + Math.ceil(this.scroller.clientHeight / ROW) + 1);
-    return { first, last, offset: top - first * ROW };
+    return this.rows.visibleRange();
   }
 
   record(s, i) {
@@ -2084,45 +2149,29 @@ class DatasetView {
 
   render() {
     if (this.destroyed) return;
-    const { first, last, offset } = this.visibleRange();
-    this.rowsEl.style.height = `${this.scroller.clientHeight}px`;
-    const count = last - first;
-    while (this.pool.length < count) {
-      const r = h('div.ds-row', { style: { gridTemplateColumns: this.cols } }, h('span.idx'), this.streams.map(() => h('div.cell')));
-      r.drawn = [];
-      this.pool.push(r);
-      this.rowsEl.append(r);
-    }
-    for (let k = 0; k < this.pool.length; k++) {
-      const row = this.pool[k];
-      if (k >= count) {
-        row.hidden = true;
-        continue;
-      }
-      const i = first + k;
-      row.hidden = false;
-      row.style.transform = `translateY(${k * ROW - offset}px)`;
-      row.dataset.index = i;
-      row.classList.toggle('selected', i === this.selected);
-      row.children[0].textContent = fmtInt(i);
-      this.streams.forEach((s, c) => {
-        const cell = row.children[c + 1];
-        const rec = this.record(s, i);
-        const key = rec ? `${i}:${s.tok?.name ?? ''}` : `${i}:pending`;
-        if (row.drawn[c] === key) return;
-        row.drawn[c] = key;
-        cell.dataset.stream = s.name;
-        cell.className = `cell k-${s.kind}`;
-        if (!rec) {
-          setChildren(cell, h('span.pending', '…'));
-          return;
-        }
-        this.fill(cell, s, rec);
-      });
-    }
+    const { first, last } = this.rows.render();
     setChildren(this.foot,
       h('span', this.n ? `${fmtInt(first)}–${fmtInt(last - 1)} of ${fmtInt(this.n)}` : 'no records'),
       h('span', this.selected >= 0 ? `selected #${fmtInt(this.selected)}` : ''));
+  }
+
+  fillRow(row, i) {
+    row.classList.toggle('selected', i === this.selected);
+    row.children[0].textContent = fmtInt(i);
+    this.streams.forEach((s, c) => {
+      const cell = row.children[c + 1];
+      const rec = this.record(s, i);
+      const key = rec ? `${i}:${s.tok?.name ?? ''}` : `${i}:pending`;
+      if (row.drawn[c] === key) return;
+      row.drawn[c] = key;
+      cell.dataset.stream = s.name;
+      cell.className = `cell k-${s.kind}`;
+      if (!rec) {
+        setChildren(cell, h('span.pending', '…'));
+        return;
+      }
+      this.fill(cell, s, rec);
+    });
   }
 
   /** Draw stream `s`'s record `rec` into `cell`. */

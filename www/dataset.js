@@ -1,10 +1,10 @@
 // A dataset: several stores whose record i belong together (loaderx's
 // DataLoader reads them as one: image, label, caption, …). One virtual table
-// whose row i shows every stream's record i — a thumbnail for images, the
-// value of a scalar, the text of a caption — fetching only the rows on
-// screen, a block at a time per stream. The sidebar lists the streams and,
-// for each scalar integer Dense stream, the balance of its values over the
-// whole store, counted by streaming coalesced reads (with progress, and a
+// (virtual.js) whose row i shows every stream's record i — a thumbnail for
+// images, the value of a scalar, the text of a caption — fetching only the
+// rows on screen, a block at a time per stream. The sidebar lists the streams
+// and, for each scalar integer Dense stream, the balance of its values over
+// the whole store, counted by streaming coalesced reads (with progress, and a
 // Cancel button).
 
 import { h, setChildren, fmtInt, fmtShape, fmtNum } from './dom.js';
@@ -12,6 +12,7 @@ import { parseDtype, typedView, formatItem, isInteger } from './dtype.js';
 import { imageLayouts, paintImage } from './record.js';
 import { isAbort } from './client.js';
 import { tokenizerBar, tokenizerFor, decodedText } from './tokenizer.js';
+import { VirtualRows } from './virtual.js';
 
 const ROW = 56; // px
 const BLOCK = 64; // rows per fetch, per stream
@@ -87,11 +88,19 @@ export class DatasetView {
   }
 
   build() {
-    this.rowsEl = h('div.vt-window');
-    this.spacer = h('div.vt-spacer', this.rowsEl);
-    this.scroller = h('div.vt-scroll.ds-scroll', { tabindex: 0, 'aria-label': 'Dataset rows' }, this.spacer);
-    this.spacer.style.height = `${this.n * ROW}px`;
     this.cols = `64px ${this.streams.map((s) => (s.kind === 'image' ? `${THUMB + 16}px` : s.kind === 'scalar' ? 'minmax(70px, 110px)' : 'minmax(140px, 1fr)')).join(' ')}`;
+    this.rows = new VirtualRows(this.n, ROW, {
+      label: 'Dataset rows',
+      makeRow: () => {
+        const r = h('div.ds-row', { style: { gridTemplateColumns: this.cols } }, h('span.idx'), this.streams.map(() => h('div.cell')));
+        r.drawn = [];
+        return r;
+      },
+      fillRow: (row, i) => this.fillRow(row, i),
+    });
+    this.rowsEl = this.rows.rowsEl;
+    this.scroller = this.rows.scroller;
+    this.scroller.classList.add('ds-scroll');
     const head = h('div.ds-cols', { style: { gridTemplateColumns: this.cols } }, h('span', 'index'),
       this.streams.map((s) => h('span', { title: `${s.summary.dtype} ${fmtShape(s.summary.itemShape)} ${s.summary.kind}` }, s.name)));
     this.foot = h('div.vt-foot');
@@ -99,7 +108,6 @@ export class DatasetView {
       h('div.table-bar', h('h2', `Dataset · ${this.streams.length} streams · ${fmtInt(this.n)} rows`)),
       head, this.scroller, this.foot);
     this.els.table.classList.add('dataset');
-    this.pool = [];
     this.scroller.addEventListener('scroll', () => {
       this.render();
       clearTimeout(this.timer);
@@ -120,17 +128,14 @@ export class DatasetView {
 
   select(i, reveal = false) {
     this.selected = i;
-    if (reveal) this.scroller.scrollTop = Math.max(0, i * ROW - this.scroller.clientHeight / 2 + ROW / 2);
+    if (reveal) this.rows.reveal(i, true);
     this.render();
     this.fetchVisible();
     this.hooks.onSelect?.(i);
   }
 
   visibleRange() {
-    const top = this.scroller.scrollTop;
-    const first = Math.max(0, Math.floor(top / ROW));
-    const last = Math.min(this.n, first + Math.ceil(this.scroller.clientHeight / ROW) + 1);
-    return { first, last, offset: top - first * ROW };
+    return this.rows.visibleRange();
   }
 
   record(s, i) {
@@ -140,45 +145,29 @@ export class DatasetView {
 
   render() {
     if (this.destroyed) return;
-    const { first, last, offset } = this.visibleRange();
-    this.rowsEl.style.height = `${this.scroller.clientHeight}px`;
-    const count = last - first;
-    while (this.pool.length < count) {
-      const r = h('div.ds-row', { style: { gridTemplateColumns: this.cols } }, h('span.idx'), this.streams.map(() => h('div.cell')));
-      r.drawn = [];
-      this.pool.push(r);
-      this.rowsEl.append(r);
-    }
-    for (let k = 0; k < this.pool.length; k++) {
-      const row = this.pool[k];
-      if (k >= count) {
-        row.hidden = true;
-        continue;
-      }
-      const i = first + k;
-      row.hidden = false;
-      row.style.transform = `translateY(${k * ROW - offset}px)`;
-      row.dataset.index = i;
-      row.classList.toggle('selected', i === this.selected);
-      row.children[0].textContent = fmtInt(i);
-      this.streams.forEach((s, c) => {
-        const cell = row.children[c + 1];
-        const rec = this.record(s, i);
-        const key = rec ? `${i}:${s.tok?.name ?? ''}` : `${i}:pending`;
-        if (row.drawn[c] === key) return;
-        row.drawn[c] = key;
-        cell.dataset.stream = s.name;
-        cell.className = `cell k-${s.kind}`;
-        if (!rec) {
-          setChildren(cell, h('span.pending', '…'));
-          return;
-        }
-        this.fill(cell, s, rec);
-      });
-    }
+    const { first, last } = this.rows.render();
     setChildren(this.foot,
       h('span', this.n ? `${fmtInt(first)}–${fmtInt(last - 1)} of ${fmtInt(this.n)}` : 'no records'),
       h('span', this.selected >= 0 ? `selected #${fmtInt(this.selected)}` : ''));
+  }
+
+  fillRow(row, i) {
+    row.classList.toggle('selected', i === this.selected);
+    row.children[0].textContent = fmtInt(i);
+    this.streams.forEach((s, c) => {
+      const cell = row.children[c + 1];
+      const rec = this.record(s, i);
+      const key = rec ? `${i}:${s.tok?.name ?? ''}` : `${i}:pending`;
+      if (row.drawn[c] === key) return;
+      row.drawn[c] = key;
+      cell.dataset.stream = s.name;
+      cell.className = `cell k-${s.kind}`;
+      if (!rec) {
+        setChildren(cell, h('span.pending', '…'));
+        return;
+      }
+      this.fill(cell, s, rec);
+    });
   }
 
   /** Draw stream `s`'s record `rec` into `cell`. */
