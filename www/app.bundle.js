@@ -914,6 +914,7 @@ const $virtual = (() => {
 // draw their rows with it.
 
 const { h } = $dom;
+const { isAbort } = $client;
 
 const MAX_HEIGHT = 15_000_000; // px; browsers break down past ~33M
 
@@ -1006,7 +1007,71 @@ class VirtualRows {
   }
 }
 
-return { VirtualRows };
+/**
+ * What a virtual list's rows show, fetched a block of rows at a time: only
+ * the blocks the rows on screen need, cancelling loads of blocks scrolled
+ * away, keeping at most `max` blocks (the oldest go first).
+ */
+class RowBlocks {
+  /**
+   * @param {number} n rows
+   * @param {number} size rows per block
+   * @param {number} max blocks kept
+   * @param {(start: number, count: number, signal: AbortSignal) => Promise<any>} load
+   * @param {{onLoad: () => void, onError: (e: Error) => void}} hooks
+   */
+  constructor(n, size, max, load, { onLoad, onError }) {
+    this.n = n;
+    this.size = size;
+    this.max = max;
+    this.load = load;
+    this.onLoad = onLoad;
+    this.onError = onError;
+    this.blocks = new Map(); // block -> what load gave
+    this.loading = new Map(); // block -> AbortController
+  }
+
+  /** [block value, row's place in it] for row `i`, or null until loaded. */
+  at(i) {
+    const b = this.blocks.get(Math.floor(i / this.size));
+    return b === undefined ? null : [b, i % this.size];
+  }
+
+  /** Load what rows `first .. last - 1` need; cancel loads no longer needed. */
+  want(first, last) {
+    if (!this.n) return;
+    const want = new Set();
+    for (let b = Math.floor(first / this.size); b <= Math.floor(Math.max(first, last - 1) / this.size); b++) want.add(b);
+    for (const [b, ctl] of this.loading) {
+      if (!want.has(b)) {
+        ctl.abort();
+        this.loading.delete(b);
+      }
+    }
+    for (const b of want) {
+      if (this.blocks.has(b) || this.loading.has(b)) continue;
+      const ctl = new AbortController();
+      this.loading.set(b, ctl);
+      const start = b * this.size;
+      this.load(start, Math.min(this.size, this.n - start), ctl.signal).then((value) => {
+        this.loading.delete(b);
+        this.blocks.set(b, value);
+        if (this.blocks.size > this.max) this.blocks.delete(this.blocks.keys().next().value);
+        this.onLoad();
+      }, (e) => {
+        this.loading.delete(b);
+        if (!isAbort(e)) this.onError(e);
+      });
+    }
+  }
+
+  destroy() {
+    for (const ctl of this.loading.values()) ctl.abort();
+    this.loading.clear();
+  }
+}
+
+return { VirtualRows, RowBlocks };
 })();
 // ---- table.js
 const $table = (() => {
@@ -1017,7 +1082,7 @@ const $table = (() => {
 
 const { h, setChildren, fmtBytes, fmtInt, fmtRatio, fmtShape } = $dom;
 const { isAbort } = $client;
-const { VirtualRows } = $virtual;
+const { VirtualRows, RowBlocks } = $virtual;
 
 const ROW = 24; // px, matches --row in style.css
 const BLOCK = 256; // rows per location fetch
@@ -1041,8 +1106,14 @@ class RecordTable {
     this.itemShape = summary.itemShape;
     this.onSelect = onSelect;
     this.onError = onError;
-    this.blocks = new Map(); // block -> {stored, decoded}
-    this.loading = new Map(); // block -> AbortController
+    // Locations ({stored, decoded} per block), fetched for the rows on screen.
+    this.locs = new RowBlocks(this.n, BLOCK, MAX_BLOCKS, (start, count, signal) => client.locs(start, count, signal), {
+      onLoad: () => {
+        this.render(false);
+        this.fetchShapes();
+      },
+      onError: (e) => this.onError(e),
+    });
     this.shapes = new Map(); // index -> shape
     this.shapeFetch = null; // {ctl, from, to}
     this.selected = -1;
@@ -1093,7 +1164,7 @@ class RecordTable {
     this.destroyed = true;
     this.resizeObs.disconnect();
     clearTimeout(this.timer);
-    for (const ctl of this.loading.values()) ctl.abort();
+    this.locs.destroy();
     this.shapeFetch?.ctl.abort();
   }
 
@@ -1157,9 +1228,9 @@ class RecordTable {
   }
 
   loc(i) {
-    const b = this.blocks.get(Math.floor(i / BLOCK));
-    if (!b) return null;
-    const k = i % BLOCK;
+    const at = this.locs.at(i);
+    if (!at) return null;
+    const [b, k] = at;
     return { stored: b.stored[k], decoded: b.decoded[k] };
   }
 
@@ -1167,31 +1238,7 @@ class RecordTable {
   fetchVisible() {
     if (this.destroyed || !this.n) return;
     const { first, last } = this.visibleRange();
-    const want = new Set();
-    for (let b = Math.floor(first / BLOCK); b <= Math.floor((last - 1) / BLOCK); b++) want.add(b);
-    for (const [b, ctl] of this.loading) {
-      if (!want.has(b)) {
-        ctl.abort();
-        this.loading.delete(b);
-      }
-    }
-    for (const b of want) {
-      if (this.blocks.has(b) || this.loading.has(b)) continue;
-      const ctl = new AbortController();
-      this.loading.set(b, ctl);
-      const start = b * BLOCK;
-      const count = Math.min(BLOCK, this.n - start);
-      this.client.locs(start, count, ctl.signal).then((locs) => {
-        this.loading.delete(b);
-        this.blocks.set(b, locs);
-        if (this.blocks.size > MAX_BLOCKS) this.blocks.delete(this.blocks.keys().next().value);
-        this.render(false);
-        this.fetchShapes();
-      }, (e) => {
-        this.loading.delete(b);
-        if (!isAbort(e)) this.onError(e);
-      });
-    }
+    this.locs.want(first, last);
     this.fetchShapes();
   }
 
@@ -2016,7 +2063,7 @@ const { parseDtype, typedView, formatItem, isInteger } = $dtype;
 const { imageLayouts, paintImage } = $record;
 const { isAbort } = $client;
 const { tokenizerBar, tokenizerFor, decodedText } = $tokenizer;
-const { VirtualRows } = $virtual;
+const { VirtualRows, RowBlocks } = $virtual;
 
 const ROW = 56; // px
 const BLOCK = 64; // rows per fetch, per stream
@@ -2064,12 +2111,21 @@ class DatasetView {
     // Pictures first, then values, then text: the order a person reads a sample in.
     const rank = { image: 0, scalar: 1, values: 2, strings: 3, utf8: 4, tokens: 5 };
     this.streams.sort((a, b) => rank[a.kind] - rank[b.kind] || a.name.localeCompare(b.name));
+    this.n = this.streams[0]?.summary.len ?? 0;
     for (const s of this.streams) {
-      s.blocks = new Map();
-      s.loading = new Map();
+      // Records per block of rows, fetched for the rows on screen.
+      s.rows = new RowBlocks(this.n, BLOCK, MAX_BLOCKS, (start, count, signal) => s.client.records(Array.from({ length: count }, (_, k) => start + k), { signal }), {
+        onLoad: () => {
+          this.render();
+          if (!this.first) {
+            this.first = true;
+            this.hooks.onFirstRows?.();
+          }
+        },
+        onError: (e) => this.hooks.onError?.(e, s),
+      });
       s.tok = null;
     }
-    this.n = this.streams[0]?.summary.len ?? 0;
     this.hooks = hooks;
     this.selected = -1;
     this.destroyed = false;
@@ -2087,7 +2143,7 @@ class DatasetView {
     this.destroyed = true;
     this.resizeObs?.disconnect();
     clearTimeout(this.timer);
-    for (const s of this.streams) for (const ctl of s.loading.values()) ctl.abort();
+    for (const s of this.streams) s.rows.destroy();
     for (const ctl of this.counts.values()) ctl.abort();
   }
 
@@ -2143,8 +2199,8 @@ class DatasetView {
   }
 
   record(s, i) {
-    const b = s.blocks.get(Math.floor(i / BLOCK));
-    return b ? b[i % BLOCK] : null;
+    const at = s.rows.at(i);
+    return at ? at[0][at[1]] : null;
   }
 
   render() {
@@ -2203,38 +2259,9 @@ class DatasetView {
 
   /** Fetch the blocks the visible rows need, per stream; cancel what left the screen. */
   fetchVisible() {
-    if (this.destroyed || !this.n) return;
+    if (this.destroyed) return;
     const { first, last } = this.visibleRange();
-    const want = new Set();
-    for (let b = Math.floor(first / BLOCK); b <= Math.floor(Math.max(first, last - 1) / BLOCK); b++) want.add(b);
-    for (const s of this.streams) {
-      for (const [b, ctl] of s.loading) {
-        if (!want.has(b)) {
-          ctl.abort();
-          s.loading.delete(b);
-        }
-      }
-      for (const b of want) {
-        if (s.blocks.has(b) || s.loading.has(b)) continue;
-        const ctl = new AbortController();
-        s.loading.set(b, ctl);
-        const start = b * BLOCK;
-        const indices = Array.from({ length: Math.min(BLOCK, this.n - start) }, (_, k) => start + k);
-        s.client.records(indices, { signal: ctl.signal }).then((recs) => {
-          s.loading.delete(b);
-          s.blocks.set(b, recs);
-          if (s.blocks.size > MAX_BLOCKS) s.blocks.delete(s.blocks.keys().next().value);
-          this.render();
-          if (!this.first) {
-            this.first = true;
-            this.hooks.onFirstRows?.();
-          }
-        }, (e) => {
-          s.loading.delete(b);
-          if (!isAbort(e)) this.hooks.onError?.(e, s);
-        });
-      }
-    }
+    for (const s of this.streams) s.rows.want(first, last);
   }
 
   setTokenizer(s, tok) {

@@ -12,7 +12,7 @@ import { parseDtype, typedView, formatItem, isInteger } from './dtype.js';
 import { imageLayouts, paintImage } from './record.js';
 import { isAbort } from './client.js';
 import { tokenizerBar, tokenizerFor, decodedText } from './tokenizer.js';
-import { VirtualRows } from './virtual.js';
+import { VirtualRows, RowBlocks } from './virtual.js';
 
 const ROW = 56; // px
 const BLOCK = 64; // rows per fetch, per stream
@@ -60,12 +60,21 @@ export class DatasetView {
     // Pictures first, then values, then text: the order a person reads a sample in.
     const rank = { image: 0, scalar: 1, values: 2, strings: 3, utf8: 4, tokens: 5 };
     this.streams.sort((a, b) => rank[a.kind] - rank[b.kind] || a.name.localeCompare(b.name));
+    this.n = this.streams[0]?.summary.len ?? 0;
     for (const s of this.streams) {
-      s.blocks = new Map();
-      s.loading = new Map();
+      // Records per block of rows, fetched for the rows on screen.
+      s.rows = new RowBlocks(this.n, BLOCK, MAX_BLOCKS, (start, count, signal) => s.client.records(Array.from({ length: count }, (_, k) => start + k), { signal }), {
+        onLoad: () => {
+          this.render();
+          if (!this.first) {
+            this.first = true;
+            this.hooks.onFirstRows?.();
+          }
+        },
+        onError: (e) => this.hooks.onError?.(e, s),
+      });
       s.tok = null;
     }
-    this.n = this.streams[0]?.summary.len ?? 0;
     this.hooks = hooks;
     this.selected = -1;
     this.destroyed = false;
@@ -83,7 +92,7 @@ export class DatasetView {
     this.destroyed = true;
     this.resizeObs?.disconnect();
     clearTimeout(this.timer);
-    for (const s of this.streams) for (const ctl of s.loading.values()) ctl.abort();
+    for (const s of this.streams) s.rows.destroy();
     for (const ctl of this.counts.values()) ctl.abort();
   }
 
@@ -139,8 +148,8 @@ export class DatasetView {
   }
 
   record(s, i) {
-    const b = s.blocks.get(Math.floor(i / BLOCK));
-    return b ? b[i % BLOCK] : null;
+    const at = s.rows.at(i);
+    return at ? at[0][at[1]] : null;
   }
 
   render() {
@@ -199,38 +208,9 @@ export class DatasetView {
 
   /** Fetch the blocks the visible rows need, per stream; cancel what left the screen. */
   fetchVisible() {
-    if (this.destroyed || !this.n) return;
+    if (this.destroyed) return;
     const { first, last } = this.visibleRange();
-    const want = new Set();
-    for (let b = Math.floor(first / BLOCK); b <= Math.floor(Math.max(first, last - 1) / BLOCK); b++) want.add(b);
-    for (const s of this.streams) {
-      for (const [b, ctl] of s.loading) {
-        if (!want.has(b)) {
-          ctl.abort();
-          s.loading.delete(b);
-        }
-      }
-      for (const b of want) {
-        if (s.blocks.has(b) || s.loading.has(b)) continue;
-        const ctl = new AbortController();
-        s.loading.set(b, ctl);
-        const start = b * BLOCK;
-        const indices = Array.from({ length: Math.min(BLOCK, this.n - start) }, (_, k) => start + k);
-        s.client.records(indices, { signal: ctl.signal }).then((recs) => {
-          s.loading.delete(b);
-          s.blocks.set(b, recs);
-          if (s.blocks.size > MAX_BLOCKS) s.blocks.delete(s.blocks.keys().next().value);
-          this.render();
-          if (!this.first) {
-            this.first = true;
-            this.hooks.onFirstRows?.();
-          }
-        }, (e) => {
-          s.loading.delete(b);
-          if (!isAbort(e)) this.hooks.onError?.(e, s);
-        });
-      }
-    }
+    for (const s of this.streams) s.rows.want(first, last);
   }
 
   setTokenizer(s, tok) {

@@ -5,7 +5,7 @@
 
 import { h, setChildren, fmtBytes, fmtInt, fmtRatio, fmtShape } from './dom.js';
 import { isAbort } from './client.js';
-import { VirtualRows } from './virtual.js';
+import { VirtualRows, RowBlocks } from './virtual.js';
 
 const ROW = 24; // px, matches --row in style.css
 const BLOCK = 256; // rows per location fetch
@@ -29,8 +29,14 @@ export class RecordTable {
     this.itemShape = summary.itemShape;
     this.onSelect = onSelect;
     this.onError = onError;
-    this.blocks = new Map(); // block -> {stored, decoded}
-    this.loading = new Map(); // block -> AbortController
+    // Locations ({stored, decoded} per block), fetched for the rows on screen.
+    this.locs = new RowBlocks(this.n, BLOCK, MAX_BLOCKS, (start, count, signal) => client.locs(start, count, signal), {
+      onLoad: () => {
+        this.render(false);
+        this.fetchShapes();
+      },
+      onError: (e) => this.onError(e),
+    });
     this.shapes = new Map(); // index -> shape
     this.shapeFetch = null; // {ctl, from, to}
     this.selected = -1;
@@ -81,7 +87,7 @@ export class RecordTable {
     this.destroyed = true;
     this.resizeObs.disconnect();
     clearTimeout(this.timer);
-    for (const ctl of this.loading.values()) ctl.abort();
+    this.locs.destroy();
     this.shapeFetch?.ctl.abort();
   }
 
@@ -145,9 +151,9 @@ export class RecordTable {
   }
 
   loc(i) {
-    const b = this.blocks.get(Math.floor(i / BLOCK));
-    if (!b) return null;
-    const k = i % BLOCK;
+    const at = this.locs.at(i);
+    if (!at) return null;
+    const [b, k] = at;
     return { stored: b.stored[k], decoded: b.decoded[k] };
   }
 
@@ -155,31 +161,7 @@ export class RecordTable {
   fetchVisible() {
     if (this.destroyed || !this.n) return;
     const { first, last } = this.visibleRange();
-    const want = new Set();
-    for (let b = Math.floor(first / BLOCK); b <= Math.floor((last - 1) / BLOCK); b++) want.add(b);
-    for (const [b, ctl] of this.loading) {
-      if (!want.has(b)) {
-        ctl.abort();
-        this.loading.delete(b);
-      }
-    }
-    for (const b of want) {
-      if (this.blocks.has(b) || this.loading.has(b)) continue;
-      const ctl = new AbortController();
-      this.loading.set(b, ctl);
-      const start = b * BLOCK;
-      const count = Math.min(BLOCK, this.n - start);
-      this.client.locs(start, count, ctl.signal).then((locs) => {
-        this.loading.delete(b);
-        this.blocks.set(b, locs);
-        if (this.blocks.size > MAX_BLOCKS) this.blocks.delete(this.blocks.keys().next().value);
-        this.render(false);
-        this.fetchShapes();
-      }, (e) => {
-        this.loading.delete(b);
-        if (!isAbort(e)) this.onError(e);
-      });
-    }
+    this.locs.want(first, last);
     this.fetchShapes();
   }
 

@@ -5,6 +5,7 @@
 // draw their rows with it.
 
 import { h } from './dom.js';
+import { isAbort } from './client.js';
 
 const MAX_HEIGHT = 15_000_000; // px; browsers break down past ~33M
 
@@ -94,5 +95,69 @@ export class VirtualRows {
       this.fillRow(row, i);
     }
     return range;
+  }
+}
+
+/**
+ * What a virtual list's rows show, fetched a block of rows at a time: only
+ * the blocks the rows on screen need, cancelling loads of blocks scrolled
+ * away, keeping at most `max` blocks (the oldest go first).
+ */
+export class RowBlocks {
+  /**
+   * @param {number} n rows
+   * @param {number} size rows per block
+   * @param {number} max blocks kept
+   * @param {(start: number, count: number, signal: AbortSignal) => Promise<any>} load
+   * @param {{onLoad: () => void, onError: (e: Error) => void}} hooks
+   */
+  constructor(n, size, max, load, { onLoad, onError }) {
+    this.n = n;
+    this.size = size;
+    this.max = max;
+    this.load = load;
+    this.onLoad = onLoad;
+    this.onError = onError;
+    this.blocks = new Map(); // block -> what load gave
+    this.loading = new Map(); // block -> AbortController
+  }
+
+  /** [block value, row's place in it] for row `i`, or null until loaded. */
+  at(i) {
+    const b = this.blocks.get(Math.floor(i / this.size));
+    return b === undefined ? null : [b, i % this.size];
+  }
+
+  /** Load what rows `first .. last - 1` need; cancel loads no longer needed. */
+  want(first, last) {
+    if (!this.n) return;
+    const want = new Set();
+    for (let b = Math.floor(first / this.size); b <= Math.floor(Math.max(first, last - 1) / this.size); b++) want.add(b);
+    for (const [b, ctl] of this.loading) {
+      if (!want.has(b)) {
+        ctl.abort();
+        this.loading.delete(b);
+      }
+    }
+    for (const b of want) {
+      if (this.blocks.has(b) || this.loading.has(b)) continue;
+      const ctl = new AbortController();
+      this.loading.set(b, ctl);
+      const start = b * this.size;
+      this.load(start, Math.min(this.size, this.n - start), ctl.signal).then((value) => {
+        this.loading.delete(b);
+        this.blocks.set(b, value);
+        if (this.blocks.size > this.max) this.blocks.delete(this.blocks.keys().next().value);
+        this.onLoad();
+      }, (e) => {
+        this.loading.delete(b);
+        if (!isAbort(e)) this.onError(e);
+      });
+    }
+  }
+
+  destroy() {
+    for (const ctl of this.loading.values()) ctl.abort();
+    this.loading.clear();
   }
 }
