@@ -25,6 +25,7 @@ export async function quickFirstRecord(url, index) {
   try {
     const [glue, module] = await Promise.all([boot.glue, boot.wasm]);
     await glue.default({ module_or_path: module });
+    performance.mark('zr:quick-wasm');
     const onlyPrefetched = async (input, init) => {
       const { url: u, range } = requestOf(input, init);
       const hit = await pf.serve(u, range);
@@ -32,6 +33,7 @@ export async function quickFirstRecord(url, index) {
       return hit;
     };
     store = await glue.Store.open(url, { fetch: onlyPrefetched, retries: 0 });
+    performance.mark('zr:quick-opened');
     if (!(index < Number(store.len))) return null;
     const dt = parseDtype(store.dtype);
     const [r] = splitBatch(await store.gather(Uint32Array.of(index)), 1);
