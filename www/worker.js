@@ -7,13 +7,14 @@
 // have changed. {op: 'cancel', target} aborts request `target`.
 
 // Start-up is on the critical path of the first record on screen, so the
-// worker overlaps everything it can: the wasm is fetched and compiled by
-// streaming while its JS glue and dtype.js load (dynamic imports, not static
-// ones that would run one after the other), and the store named in the
+// worker overlaps everything it can: its JS glue and dtype.js load (dynamic
+// imports, not static ones that would run one after the other) while the
+// page compiles the wasm (or, without the boot script, while the wasm is
+// fetched and compiled by streaming here), and the store named in the
 // worker's name (set by the boot script in index.html) is opened at once with
-// the bytes the page prefetched, and record `i` read, before the page's
-// modules have even run. The page's later `open` and `records` calls for the
-// same URL and record take those results.
+// the bytes the page prefetched, and record `i` read. The page's later `open`
+// and `records` calls for the same URL and record take those results (the
+// page may also have drawn that record itself already: first.js).
 
 import { Prefetched, requestOf } from './prefetch.js';
 
@@ -103,7 +104,7 @@ if (boot?.preopen) preopen({ url: boot.preopen, index: boot.index, pending: boot
 async function openStore({ url, headers, files, key = 'main' }, signal) {
   const mod = await wasmReady;
   const { parseDtype } = await dtypeReady;
-  const generation = ++openGeneration;
+  const generation = key === 'main' ? ++openGeneration : 0;
   const old = stores.get(key);
   if (old) {
     stores.delete(key);
