@@ -5,6 +5,8 @@
 # Starts, on loopback ports:
 #   - the viewer's own server (`zrecord serve`, the embedded viewer at /),
 #     root = the loaderx fixtures;
+#   - a second `zrecord serve` on `zrecord demo --no-serve` stores (with the
+#     demo dataset: image, label, caption and caption-tokens side by side);
 #   - one nginx with five servers: CORS + Range (fixtures, a 200,000-record
 #     store, scratch stores), no CORS headers, no Range support (max_ranges 0),
 #     gzip on, and the same CORS server again for the access-log count;
@@ -38,6 +40,9 @@ if { [ ! -d node_modules/playwright-core ] || [ ! -x node_modules/.bin/wasm-opt 
   PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --silent
 fi
 
+step "viewer bundle (www/app.bundle.js) up to date"
+node scripts/bundle-viewer.mjs --check
+
 step "wasm reader (pkg/)"
 if [ ! -f pkg/zrecord_bg.wasm ] || [ ! -f pkg/zrecord.js ]; then
   [ -x scripts/build-pkg.sh ] || [ -f scripts/build-pkg.sh ] || die "pkg/ is missing and there is no scripts/build-pkg.sh to build it"
@@ -52,8 +57,9 @@ zrecord=${CARGO_TARGET_DIR:-$repo/target}/debug/zrecord
 work=$repo/target/viewer-test
 shots=$repo/target/viewer-screenshots
 mkdir -p "$work" "$shots"
-rm -rf "$work/nginx" "$work/scratch"
+rm -rf "$work/nginx" "$work/scratch" "$work/demo"
 mkdir -p "$work/nginx/logs" "$work/nginx/tmp" "$work/scratch" "$work/site"
+"$zrecord" demo --no-serve --dir "$work/demo" >/dev/null
 
 big=$work/big/tokens-200k
 if [ ! -f "$big/meta.zr" ] || [ "$(stat -c %s "$big/meta.zr")" != 3204096 ]; then
@@ -150,6 +156,8 @@ step "start nginx and the viewer server"
 pids+=($!)
 "$zrecord" serve "$fixtures" --port 0 >"$work/serve.out" 2>"$work/serve.log" &
 pids+=($!)
+"$zrecord" serve "$work/demo" --port 0 >"$work/demo-serve.out" 2>"$work/demo-serve.log" &
+pids+=($!)
 
 wait_http() {
   for _ in $(seq 100); do
@@ -163,9 +171,16 @@ for _ in $(seq 100); do [ -s "$work/serve.out" ] && break; sleep 0.1; done
 viewer=$(sed -n '1s/^viewer: //p' "$work/serve.out")
 [ -n "$viewer" ] || die "zrecord serve did not start: $(cat "$work/serve.log")"
 wait_http "$viewer"
+for _ in $(seq 100); do [ -s "$work/demo-serve.out" ] && break; sleep 0.1; done
+demo_viewer=$(sed -n '1s/^viewer: //p' "$work/demo-serve.out")
+[ -n "$demo_viewer" ] || die "zrecord serve (demo) did not start: $(cat "$work/demo-serve.log")"
+wait_http "$demo_viewer"
 for p in $p_cors $p_nocors $p_norange $p_gzip; do wait_http "http://127.0.0.1:$p/fixtures/dense-u8-img-raw/meta.zr"; done
 
 export VIEWER_URL=$viewer
+export DEMO_VIEWER_URL=$demo_viewer
+export DEMO_DIR=$work/demo
+export ZRECORD=$zrecord
 export STORE_CORS=http://127.0.0.1:$p_cors
 export STORE_NOCORS=http://127.0.0.1:$p_nocors
 export STORE_NORANGE=http://127.0.0.1:$p_norange
@@ -176,7 +191,7 @@ export SCRATCH=$work/scratch
 export SCREENSHOTS=$shots
 
 if [ "${1:-}" = "--serve" ]; then
-  env | grep -E '^(VIEWER_URL|STORE_[A-Z]+|CORS_ACCESS_LOG|FIXTURES|SCRATCH|SCREENSHOTS)=' | sed 's/^/export /' > "$work/env.sh"
+  env | grep -E '^(VIEWER_URL|DEMO_VIEWER_URL|DEMO_DIR|ZRECORD|STORE_[A-Z]+|CORS_ACCESS_LOG|FIXTURES|SCRATCH|SCREENSHOTS)=' | sed 's/^/export /' > "$work/env.sh"
   echo "servers up; environment in $work/env.sh; viewer at $viewer"
   wait
   exit 0

@@ -122,6 +122,29 @@ mod tests {
     }
 
     #[test]
+    fn every_file_the_page_loads_is_embedded() {
+        // index.html loads the bundle of the page's modules (app.bundle.js,
+        // from scripts/bundle-viewer.mjs) and starts worker.js, which imports
+        // prefetch.js, dtype.js and the wasm reader.
+        let page = String::from_utf8_lossy(find("index.html").expect("index.html"));
+        let mut named = Vec::new();
+        for attr in ["src=\"", "href=\""] {
+            for (at, _) in page.match_indices(attr) {
+                let rest = &page[at + attr.len()..];
+                let value = &rest[..rest.find('"').expect("a closing quote")];
+                if !value.contains(':') && !value.starts_with('#') && !value.is_empty() {
+                    named.push(value.to_string());
+                }
+            }
+        }
+        assert!(named.contains(&"app.bundle.js".to_string()), "{named:?}");
+        for path in named.iter().map(String::as_str).chain(["worker.js", "dtype.js", "prefetch.js", "app.js"])
+        {
+            assert!(find(path).is_some(), "{path} is named by the page but not embedded");
+        }
+    }
+
+    #[test]
     fn paths_are_sorted_for_lookup() {
         let paths: Vec<_> = asset_paths().collect();
         assert!(paths.windows(2).all(|w| w[0] < w[1]));

@@ -746,8 +746,24 @@ fn demo_writes_stores_that_verify() {
     assert!(text.contains("try:  zrecord info"), "{text}");
     let mut codecs = std::collections::BTreeSet::new();
     let mut kinds = std::collections::BTreeSet::new();
+    // The stores, and the dataset's streams (next to its tokenizer.json).
+    let mut stores = Vec::new();
     for entry in std::fs::read_dir(&out_dir).unwrap() {
         let path = entry.unwrap().path();
+        if path.join("meta.zr").exists() {
+            stores.push(path);
+        } else {
+            assert!(path.join("tokenizer.json").is_file(), "{}", path.display());
+            for stream in std::fs::read_dir(&path).unwrap() {
+                let stream = stream.unwrap().path();
+                if stream.is_dir() {
+                    stores.push(stream);
+                }
+            }
+        }
+    }
+    assert_eq!(stores.len(), 10);
+    for path in stores {
         ok(&[&"verify", &path]);
         let v: Value = serde_json::from_str(&ok(&[&"info", &"--json", &path])).unwrap();
         codecs.insert(v["codec"].as_str().unwrap().to_string());

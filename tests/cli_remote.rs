@@ -355,7 +355,9 @@ fn demo_serves_its_stores_with_the_viewer() {
     assert!(text.contains("demo stores in") && text.contains("#url=%2Fimages-raw%2F"), "{text}");
     let origin = server.origin();
     let (_, _, _, body) = get(&format!("{origin}/api/stores"), None);
-    assert_eq!(serde_json::from_slice::<Vec<Value>>(&body).unwrap().len(), 6);
+    // Six stores and the dataset's four streams.
+    assert_eq!(serde_json::from_slice::<Vec<Value>>(&body).unwrap().len(), 10);
+    assert!(text.contains("#url=%2Fdataset%2F"), "{text}");
     assert!(text.contains(&format!("try:  zrecord info {origin}/images-raw/")), "{text}");
     let url = format!("{origin}/tokens-zstd/");
     assert_eq!(ok(&[&"checksum", &url]), ok(&[&"checksum", &out_dir.join("tokens-zstd")]));

@@ -7,12 +7,16 @@ import { explain, refine } from './explain.js';
 import { parseDtype } from './dtype.js';
 import { Overview } from './overview.js';
 import { RecordTable } from './table.js';
-import { renderRecord } from './record.js';
+import { renderRecord, sizesText } from './record.js';
 import { BatchView } from './batch.js';
 import { NetworkPanel } from './network.js';
+import { tokenizerFor } from './tokenizer.js';
+import { DatasetView, misaligned } from './dataset.js';
+import { quickFirstRecord } from './first.js';
 
 const $ = (sel) => document.querySelector(sel);
 
+performance.mark('zr:app-start');
 const client = new StoreClient();
 const network = new NetworkPanel($('#network'));
 const overview = new Overview($('#overview'), $('#sizes'), client);
@@ -31,6 +35,12 @@ const state = {
   recordCtl: null,
   serverStores: [], // from /api/stores
   localStores: [], // [{name, files}] from a picked folder
+  tokenizer: null, // the Tokenizer attached to the open store, if any
+  dataset: null, // the open DatasetView
+  datasetStreams: [], // its StreamClients
+  firstPainted: false,
+  firstRecord: null, // {index, source, recs: Promise} asked for with the open
+  quick: null, // {index, source} of a first record first.js drew
 };
 window.zrecordViewer = { state, client };
 
@@ -38,7 +48,8 @@ window.zrecordViewer = { state, client };
 
 function readHash() {
   const p = new URLSearchParams(location.hash.slice(1));
-  return { url: p.get('url'), index: p.has('i') ? Number(p.get('i')) : null };
+  const urls = p.getAll('url');
+  return { url: urls[0] ?? null, urls, index: p.has('i') ? Number(p.get('i')) : null };
 }
 
 function writeHash(url, index) {
@@ -52,7 +63,12 @@ function writeHash(url, index) {
 }
 
 function onHash() {
-  const { url, index } = readHash();
+  const { url, urls, index } = readHash();
+  if (urls.length > 1) {
+    const key = urls.map(absolute).join(' ');
+    if (state.source?.dataset !== key) openDataset(urls.map((u) => ({ name: shortName(absolute(u)), url: absolute(u) })), { key });
+    return;
+  }
   if (url && (!state.source || state.source.url !== absolute(url))) {
     $('#url').value = url;
     openSource({ url: absolute(url) }, index);
@@ -82,37 +98,102 @@ async function openSource(source, index = null) {
   const name = source.url || `${source.name} (local folder)`;
   network.reset();
   showOnly('loading');
+  state.prefs = {};
+  state.quick = null;
   let summary;
   try {
-    summary = await client.open(source.url ? { url: source.url } : { files: source.files }, ctl.signal);
+    const opening = client.open(source.url ? { url: source.url } : { files: source.files }, ctl.signal);
+    // Ask for the record to show right behind the open (the worker holds it
+    // until the store is open), instead of a round trip later.
+    const first = index != null && index >= 0 ? index : 0;
+    state.firstRecord = { index: first, source, recs: client.records([first], { summary: true, signal: ctl.signal }).catch(() => null) };
+    // The page's first store: draw the record from the boot script's bytes
+    // if that comes first (first.js); the worker's answers follow.
+    if (!state.firstPainted && source.url) {
+      quickFirstRecord(source.url, first).then((q) => {
+        if (!q || state.openCtl !== ctl || state.summary || state.firstPainted) return;
+        performance.mark('zr:quick-record');
+        state.quick = { index: first, source };
+        state.selected = first;
+        state.dt = parseDtype(q.summary.dtype);
+        showOnly('workspace');
+        drawRecord(q.rec, { n: q.summary.len, source });
+      });
+    }
+    summary = await opening;
   } catch (e) {
     if (isAbort(e)) return;
+    // A folder whose sub-folders are stores is a dataset.
+    const kids = source.url && /not found|404/i.test(e.message) ? await childStores(source.url) : [];
+    if (state.openCtl !== ctl) return;
+    if (kids.length) {
+      openDataset(kids, { key: source.url, url: source.url });
+      return;
+    }
     network.error(e.message);
     showProblem(e, source);
     return;
   }
   if (state.openCtl !== ctl) return;
+  performance.mark('zr:opened');
   state.summary = summary;
+  state.tokenizer = null;
+  if (source.url) {
+    tokenizerFor(source.url).then((tok) => {
+      if (!tok || state.source !== source) return;
+      state.tokenizer = tok;
+      if (state.selected >= 0) selectRecord(state.selected);
+    }, () => {});
+  }
   state.dt = parseDtype(summary.dtype);
-  state.prefs = {};
   document.title = `${source.url ? shortName(source.url) : source.name} · zrecord viewer`;
-  overview.show(summary, { name, known: knownSizes(source) });
+  // On the page's first store, the sidebar waits until the record is on screen.
+  const showOverview = () => {
+    if (state.source !== source || state.summary !== summary) return;
+    overview.show(summary, { name, known: knownSizes(source) });
+    // data.zr's size is known once a record was read from it.
+    if (overview.files['data.zr'] == null) client.info().then((s) => overview.refreshFiles(s.info), () => {});
+  };
+  if (state.firstPainted) showOverview();
+  else firstRecordShown.then(showOverview);
   showOnly('workspace');
-  state.table = new RecordTable($('#records'), client, summary, (i) => selectRecord(i), (e) => network.error(e.message));
   state.batch = new BatchView($('#batch-view'), client, summary, state.dt, (i) => {
     setTab('record');
-    state.table.select(i, true);
+    state.table?.select(i, true);
   }, (e, el) => showInlineProblem(el, e));
+  const table = () => new RecordTable($('#records'), client, summary, (i) => selectRecord(i), (e) => network.error(e.message));
   if (summary.len === 0) {
+    state.table = table();
     emptyStore(summary);
     return;
   }
   const start = index != null && index >= 0 && index < summary.len ? index : 0;
-  state.table.select(start, true);
+  if (state.firstPainted) {
+    state.table = table();
+    state.table.select(start, true);
+  } else {
+    // The page's first record goes on screen before the table is built
+    // (it may be there already, from first.js).
+    if (state.quick?.source === source && state.quick.index === start) {
+      writeHash(readHash().url || source.url, start);
+      client.locs(start, 1).then((l) => {
+        const el = state.selected === start && document.querySelector('#record-sizes');
+        if (el) el.textContent = sizesText({ stored: l.stored[0], decoded: l.decoded[0] });
+      }, () => {});
+    } else {
+      selectRecord(start);
+    }
+    firstRecordShown.then(() => {
+      if (state.summary !== summary || state.table) return;
+      state.table = table();
+      state.table.select(state.selected >= 0 ? state.selected : start, true, false);
+    });
+  }
   setTab(state.tab);
 }
 
 function closeStore() {
+  closeDataset();
   state.table?.destroy();
   state.batch?.destroy();
   state.recordCtl?.abort();
@@ -158,9 +239,16 @@ async function selectRecord(i) {
   let loc = state.table?.loc(i);
   try {
     const locs = loc ? null : client.locs(i, 1, ctl.signal).catch(() => null);
-    recs = await client.records([i], { summary: true, signal: ctl.signal });
-    const l = await locs;
-    if (l) loc = { stored: l.stored[0], decoded: l.decoded[0] };
+    const early = state.firstRecord;
+    state.firstRecord = null;
+    if (early?.index === i && early.source === state.source) recs = await early.recs;
+    recs ??= await client.records([i], { summary: true, signal: ctl.signal });
+    // Sizes show when they come; the record does not wait for them.
+    locs?.then((l) => {
+      if (!l || state.recordCtl !== ctl) return;
+      const el = document.querySelector('#record-sizes');
+      if (el) el.textContent = sizesText({ stored: l.stored[0], decoded: l.decoded[0] });
+    });
   } catch (e) {
     if (isAbort(e)) return;
     network.error(e.message);
@@ -175,13 +263,143 @@ async function selectRecord(i) {
   delete view.dataset.loading;
   // data.zr's size is known once a record was read from it.
   if (overview.files && overview.files['data.zr'] == null) client.info().then((s) => overview.refreshFiles(s.info), () => {});
-  renderRecord(view, recs[0], {
+  drawRecord(recs[0], { loc, n: state.summary.len, source: state.source });
+}
+
+/** Draw record `rec` of the open store (`n` records, opened from `source`). */
+function drawRecord(rec, { loc = null, n, source }) {
+  renderRecord($('#record-view'), rec, {
     dt: state.dt,
     loc,
-    n: state.summary.len,
+    n,
     prefs: state.prefs,
-    onNav: (j) => state.table.select(j, 'nearest'),
+    onNav: (j) => state.table?.select(j, 'nearest'),
+    tokens: {
+      storeUrl: source?.url || null,
+      current: state.tokenizer,
+      onChange: (tok) => {
+        if (state.source !== source) return;
+        state.tokenizer = tok;
+        selectRecord(state.selected);
+      },
+    },
   });
+  markFirstRecord();
+}
+
+/**
+ * For the first-record benchmark (benches/viewer/first-record.mjs): the time
+ * from navigation start to the frame after the first record was drawn.
+ */
+function markFirstRecord() {
+  if (state.firstPainted) return;
+  state.firstPainted = true;
+  performance.mark('zr:first-record');
+  requestAnimationFrame(() => setTimeout(() => {
+    window.zrFirstRecordPainted = performance.now();
+    firstRecordDone();
+  }, 0));
+}
+let firstRecordDone;
+const firstRecordShown = new Promise((resolve) => {
+  firstRecordDone = resolve;
+  // A store that fails to open never shows a record.
+  setTimeout(resolve, 3000);
+});
+
+// ---------------------------------------------------------------- datasets
+
+/** The stores one folder level below `url` on this server (from /api/stores). */
+async function childStores(url) {
+  const list = await serverStoresReady;
+  const dir = new URL(url).pathname.replace(/\/?$/, '/');
+  return list
+    .filter((s) => {
+      const p = new URL(absolute(s.url)).pathname;
+      return new URL(absolute(s.url)).origin === new URL(url).origin && p !== dir && p.startsWith(dir) && !p.slice(dir.length, -1).includes('/');
+    })
+    .map((s) => ({ name: decodeURIComponent(new URL(absolute(s.url)).pathname.slice(dir.length, -1)), url: absolute(s.url) }))
+    .sort((a, b) => a.name.localeCompare(b.name));
+}
+
+/**
+ * Open `streams` ([{name, url} | {name, files}]) as one dataset: every one
+ * must hold the same number of records, or the dataset is refused.
+ */
+async function openDataset(streams, { key, url = null } = {}) {
+  state.openCtl?.abort();
+  closeStore();
+  const ctl = new AbortController();
+  state.openCtl = ctl;
+  const source = { dataset: key || streams.map((s) => s.url || s.name).join(' '), url, streams };
+  state.source = source;
+  // Stream names label columns and cards: make them unique.
+  const seen = new Map();
+  streams = streams.map((st) => {
+    const n = (seen.get(st.name) || 0) + 1;
+    seen.set(st.name, n);
+    return n > 1 ? { ...st, name: `${st.name} (${n})` } : st;
+  });
+  network.reset();
+  $('#layout').classList.add('dataset-mode');
+  showOnly('loading');
+  const clients = streams.map((s, k) => client.stream(`ds:${k}`));
+  state.datasetStreams = clients;
+  let summaries;
+  try {
+    summaries = await Promise.all(streams.map((s, k) => clients[k].open(s.url ? { url: s.url } : { files: s.files }, ctl.signal)
+      .catch((e) => {
+        e.message = `${s.name}: ${e.message}`;
+        throw e;
+      })));
+  } catch (e) {
+    if (isAbort(e) || state.openCtl !== ctl) return;
+    network.error(e.message);
+    showProblem(e, streams[0].url ? { url: streams[0].url } : { files: [], name: streams[0].name });
+    return;
+  }
+  if (state.openCtl !== ctl) return;
+  const opened = streams.map((s, k) => ({ ...s, client: clients[k], summary: summaries[k] }));
+  const why = misaligned(opened);
+  if (why) {
+    refuseDataset(opened, why);
+    return;
+  }
+  const name = url ? shortName(url) : 'dataset';
+  document.title = `${name} (dataset) · zrecord viewer`;
+  showOnly('dataset');
+  state.dataset = new DatasetView({ table: $('#records'), side: $('#dataset-side') }, opened, {
+    onSelect: (i) => {
+      if (url) writeHash(readHash().url || url, i);
+    },
+    onError: (e, s) => network.error(`${s.name}: ${e.message}`),
+    onFirstRows: () => markFirstRecord(),
+  });
+  const { index } = readHash();
+  if (index != null && index >= 0 && index < summaries[0].len) state.dataset.select(index, true);
+}
+
+function refuseDataset(opened, why) {
+  showOnly('problem');
+  setChildren($('#problem'), h('div.problem', { dataset: { kind: 'dataset-misaligned' } },
+    h('h1#problem-title', 'These stores do not line up as one dataset'),
+    h('p#problem-text', `Refused: ${why}.`),
+    h('h3', 'How to fix it'),
+    h('ul', h('li', 'A dataset is stores written side by side, one record per sample in each: rebuild the shorter streams, or leave the odd one out of the folder.'),
+      h('li', 'Each store can still be opened on its own:')),
+    h('div.store-list', opened.filter((s) => s.url).map((s) => storeLink(s.name, `${fmtInt(s.summary.len)} records`, null, `#url=${encodeURIComponent(s.url)}`))),
+    h('p', h('button', { onclick: () => { writeHash(null); showWelcome(); } }, 'Back'))));
+  $('#problem').dataset.kind = 'dataset-misaligned';
+}
+
+function closeDataset() {
+  state.dataset?.destroy();
+  state.dataset = null;
+  for (const c of state.datasetStreams) c.close().catch(() => {});
+  state.datasetStreams = [];
+  $('#layout').classList.remove('dataset-mode');
+  $('#records').classList.remove('dataset');
+  setChildren($('#dataset-side'));
 }
 
 function setTab(tab) {
@@ -197,11 +415,14 @@ for (const b of document.querySelectorAll('.tabs button')) b.addEventListener('c
 // ---------------------------------------------------------------- panels
 
 function showOnly(what) {
+  // Set by the boot script while a store named in the address opens.
+  document.documentElement.classList.remove('opening');
   const workspace = what === 'workspace' || what === 'loading';
   $('#welcome').hidden = what !== 'welcome';
   $('#problem').hidden = what !== 'problem';
-  $('#records').hidden = !workspace;
-  $('#detail').hidden = !workspace;
+  $('#records').hidden = !workspace && what !== 'dataset';
+  $('#detail').hidden = !workspace || $('#layout').classList.contains('dataset-mode');
+  $('#dataset-side').hidden = what !== 'dataset';
   if (what !== 'workspace') {
     $('#overview').hidden = true;
     $('#sizes').hidden = true;
@@ -266,16 +487,36 @@ function storeLink(label, detail, onclick, href) {
   return h('a.store-link', { href: href || '#', onclick: (e) => { if (!href) e.preventDefault(); onclick?.(e); } }, h('b', label), h('span', detail));
 }
 
-async function loadServerStores() {
-  let list;
+/** /api/stores of the server this page came from ([] when there is none). */
+async function fetchServerStores() {
   try {
     const r = await fetch('api/stores', { headers: { Accept: 'application/json' } });
-    if (!r.ok || !(r.headers.get('content-type') || '').includes('json')) return;
-    list = await r.json();
+    if (!r.ok || !(r.headers.get('content-type') || '').includes('json')) return [];
+    const list = await r.json();
+    return Array.isArray(list) ? list : [];
   } catch {
-    return;
+    return [];
   }
-  if (!Array.isArray(list) || !list.length) return;
+}
+const serverStoresReady = fetchServerStores();
+
+/** Folders on this server holding two or more stores: [{path, url, names}]. */
+function datasetFolders(list) {
+  const byParent = new Map();
+  for (const s of list) {
+    const segs = (s.path || '').split('/').filter(Boolean);
+    if (segs.length < 2) continue; // stores right under the root are not grouped
+    const parent = segs.slice(0, -1).join('/');
+    if (!byParent.has(parent)) byParent.set(parent, []);
+    byParent.get(parent).push(segs[segs.length - 1]);
+  }
+  return [...byParent].filter(([, names]) => names.length >= 2)
+    .map(([path, names]) => ({ path, url: `/${path.split('/').map(encodeURIComponent).join('/')}/`, names: names.sort() }));
+}
+
+async function loadServerStores() {
+  const list = await serverStoresReady;
+  if (!list.length) return;
   state.serverStores = list;
   const sel = $('#store-select');
   setChildren(sel, h('option', { value: '' }, `Stores on this server (${list.length})`),
@@ -285,6 +526,9 @@ async function loadServerStores() {
     if (sel.value) location.hash = `url=${encodeURIComponent(sel.value)}`;
     sel.value = '';
   };
+  const sets = datasetFolders(list);
+  setChildren($('#server-datasets'), sets.length ? [h('h2', `Datasets on this server (${sets.length})`),
+    h('div.store-list', sets.map((d) => storeLink(d.path, `${d.names.length} streams: ${d.names.join(', ')}`, null, `#url=${encodeURIComponent(d.url)}`)))] : null);
   setChildren($('#server-stores'), h('h2', `On this server (${list.length})`),
     h('div.store-list', list.map((s) => {
       const total = Object.values(s.files || {}).reduce((a, b) => a + b, 0);
@@ -330,6 +574,8 @@ function openLocal(entries) {
   const shared = stores.every((s) => s.name.startsWith(`${top}/`));
   const label = (s) => (shared ? s.name.slice(top.length + 1) : s.name);
   setChildren($('#local-stores'), h('h2', `In ${shared ? top : 'the chosen folder'} (${stores.length}, on this computer)`),
+    h('p', h('button#open-local-dataset', { onclick: () => openDataset(stores.map((s) => ({ name: label(s), files: s.files }))) }, `Open all ${stores.length} as one dataset`),
+      h('span.muted', ' (their record i side by side; they must hold the same number of records)')),
     h('div.store-list', stores.map((s) => storeLink(label(s), fmtBytes(s.files.reduce((a, f) => a + f.size, 0)), () => openSource(s)))));
   $('#local-stores').scrollIntoView({ block: 'nearest' });
 }
@@ -397,6 +643,11 @@ async function walkEntry(entry, prefix, out, depth = 0) {
 }
 
 window.addEventListener('hashchange', onHash);
-loadServerStores();
-if (readHash().url) onHash();
-else showWelcome();
+if (readHash().url) {
+  onHash();
+  // The store list is for the start page: build it once the record is on screen.
+  firstRecordShown.then(loadServerStores);
+} else {
+  loadServerStores();
+  showWelcome();
+}

@@ -3,7 +3,11 @@
 
 export class StoreClient {
   constructor() {
-    this.worker = new Worker(new URL('./worker.js', import.meta.url), { type: 'module' });
+    // The boot script in index.html started the worker (and the store's first reads) before the
+    // page's modules loaded; take it over, or start one now.
+    const boot = globalThis.zrecordBoot;
+    this.worker = boot?.worker || new Worker(new URL('./worker.js', import.meta.url), { type: 'module' });
+    if (boot) boot.worker = null;
     this.nextId = 1;
     this.pending = new Map();
     this.listeners = new Set();
@@ -17,15 +21,15 @@ export class StoreClient {
     };
   }
 
-  /** Call `op` in the worker; `signal` aborts it there too. */
-  call(op, args = {}, signal) {
+  /** Call `op` in the worker; `signal` aborts it there too; `onProgress(msg)` gets its progress posts. */
+  call(op, args = {}, signal, onProgress) {
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
       if (signal?.aborted) {
         reject(abortError());
         return;
       }
-      this.pending.set(id, { resolve, reject });
+      this.pending.set(id, { resolve, reject, onProgress });
       signal?.addEventListener('abort', () => {
         if (!this.pending.has(id)) return;
         this.worker.postMessage({ id: 0, op: 'cancel', target: id });
@@ -37,6 +41,10 @@ export class StoreClient {
   }
 
   onMessage(msg) {
+    if (msg.type === 'progress') {
+      this.pending.get(msg.id)?.onProgress?.(msg);
+      return;
+    }
     if (msg.type === 'stats') {
       this.stats = msg.stats;
       this.inflight = msg.inflight;
@@ -65,6 +73,28 @@ export class StoreClient {
   shapes(indices, signal) { return this.call('shapes', { indices }, signal); }
   info() { return this.call('info'); }
   records(indices, { summary = false, signal } = {}) { return this.call('records', { indices, summary }, signal); }
+
+  /** The same calls, on the dataset stream opened under `key`. */
+  stream(key) {
+    return new StreamClient(this, key);
+  }
+}
+
+/** A StoreClient's calls bound to one of the worker's open stores. */
+export class StreamClient {
+  constructor(client, key) {
+    this.client = client;
+    this.key = key;
+  }
+
+  open(source, signal) { return this.client.call('open', { ...source, key: this.key }, signal); }
+  close() { return this.client.call('close', { key: this.key }); }
+  locs(start, count, signal) { return this.client.call('locs', { start, count, key: this.key }, signal); }
+  shapes(indices, signal) { return this.client.call('shapes', { indices, key: this.key }, signal); }
+  info() { return this.client.call('info', { key: this.key }); }
+  records(indices, { summary = false, signal } = {}) { return this.client.call('records', { indices, summary, key: this.key }, signal); }
+  /** Value counts of a scalar integer Dense stream (see worker.js), with progress. */
+  valueCounts({ signal, onProgress, chunk } = {}) { return this.client.call('valueCounts', { key: this.key, chunk }, signal, onProgress); }
 }
 
 export function abortError() {

@@ -1,5 +1,6 @@
 // NumPy dtype strings (`|u1`, `<f4`, `>i4`, `|S5`, `<U3`, `<M8[ns]`, …) and
-// the record bytes they describe. Pure functions: the worker uses them to
+// the record bytes they describe, and gather results split into records.
+// Pure functions: the worker uses them to
 // summarise records off the main thread, the page to show a page of values.
 
 const KIND_NAMES = {
@@ -232,4 +233,29 @@ export function unravel(i, shape) {
     i = Math.floor(i / s);
   }
   return idx;
+}
+
+/**
+ * A gather result as one {shape, bytes: ArrayBuffer} per record. Dense:
+ * {data, shape} with data a TypedArray of `shape` = [n, ...itemShape];
+ * Ragged: {values, offsets, shapes}, record k being
+ * values.subarray(offsets[k], offsets[k + 1]) of shape shapes[k].
+ */
+export function splitBatch(b, n) {
+  if (b.data !== undefined) {
+    const bytes = asBytes(b.data);
+    const row = n ? bytes.byteLength / n : 0;
+    const shape = Array.from(b.shape, Number).slice(1);
+    return Array.from({ length: n }, (_, k) => ({ shape, bytes: bytes.slice(k * row, (k + 1) * row).buffer }));
+  }
+  const values = asBytes(b.values);
+  const unit = b.values.BYTES_PER_ELEMENT;
+  return Array.from({ length: n }, (_, k) => ({
+    shape: Array.from(b.shapes[k], Number),
+    bytes: values.slice(b.offsets[k] * unit, b.offsets[k + 1] * unit).buffer,
+  }));
+}
+
+export function asBytes(view) {
+  return new Uint8Array(view.buffer, view.byteOffset, view.byteLength);
 }

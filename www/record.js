@@ -4,6 +4,7 @@
 
 import { h, setChildren, fmtBytes, fmtInt, fmtNum, fmtShape, fmtRatio, drawHistogram } from './dom.js';
 import { typedView, formatItem, isNumeric, isInteger, unravel, hex } from './dtype.js';
+import { tokenizerBar, decodedText } from './tokenizer.js';
 
 const PAGE_VALUES = 200;
 const PAGE_TOKENS = 4000;
@@ -57,6 +58,11 @@ export function paintImage(canvas, bytes, layout) {
   return canvas;
 }
 
+/** "3.00 KiB decoded, 1.20 KiB stored (2.50×)" for a record's location. */
+export function sizesText(loc) {
+  return `${fmtBytes(loc.decoded)} decoded, ${fmtBytes(loc.stored)} stored (${fmtRatio(loc.decoded, loc.stored)})`;
+}
+
 /** The ways this record can be shown, best first. */
 export function modesFor(shape, dt) {
   const modes = [];
@@ -77,7 +83,7 @@ const MODE_LABELS = { image: 'Image', tokens: 'Token ids', values: 'Values', str
  * Render record `rec` ({index, shape, bytes, summary}) into `el`.
  * `prefs` remembers the chosen mode and image layout between records.
  */
-export function renderRecord(el, rec, { dt, loc, n, prefs, onNav }) {
+export function renderRecord(el, rec, { dt, loc, n, prefs, onNav, tokens }) {
   const bytes = new Uint8Array(rec.bytes);
   const shape = rec.shape ? rec.shape.map(Number) : [];
   const modes = modesFor(shape, dt);
@@ -89,7 +95,7 @@ export function renderRecord(el, rec, { dt, loc, n, prefs, onNav }) {
     dataset: { mode: m },
     onclick: () => {
       prefs.mode = m;
-      renderRecord(el, rec, { dt, loc, n, prefs, onNav });
+      renderRecord(el, rec, { dt, loc, n, prefs, onNav, tokens });
     },
   }, MODE_LABELS[m])));
 
@@ -98,7 +104,7 @@ export function renderRecord(el, rec, { dt, loc, n, prefs, onNav }) {
       h('div.rec-title',
         h('h3', `Record ${fmtInt(rec.index)}`),
         h('span.meta#record-shape', `${fmtShape(shape)} · ${dt.str} (${dt.name})`),
-        h('span.meta', loc ? `${fmtBytes(loc.decoded)} decoded, ${fmtBytes(loc.stored)} stored (${fmtRatio(loc.decoded, loc.stored)})` : `${fmtBytes(bytes.length)}`)),
+        h('span.meta#record-sizes', loc ? sizesText(loc) : `${fmtBytes(bytes.length)}`)),
       h('span.nav',
         h('button', { disabled: rec.index <= 0, onclick: () => onNav(rec.index - 1), title: 'Previous record' }, '‹ Prev'),
         h('button', { disabled: rec.index >= n - 1, onclick: () => onNav(rec.index + 1), title: 'Next record' }, 'Next ›'))),
@@ -109,7 +115,7 @@ export function renderRecord(el, rec, { dt, loc, n, prefs, onNav }) {
   el.dataset.index = rec.index;
 
   if (mode === 'image') renderImage(body, el, bytes, shape, dt, rec, prefs);
-  else if (mode === 'tokens') renderTokens(body, bytes, dt, rec.summary);
+  else if (mode === 'tokens') renderTokens(body, bytes, dt, rec.summary, tokens);
   else if (mode === 'values') renderValues(body, bytes, shape, dt, rec.summary);
   else if (mode === 'strings') renderStrings(body, bytes, shape, dt);
   else renderHex(body, bytes);
@@ -160,23 +166,49 @@ function statGrid(s) {
     cell('mean', fmtNum(s.mean)), cell('std', fmtNum(s.std)), cell(s.nan ? 'NaN' : 'finite', fmtInt(s.nan || s.finite)));
 }
 
-function renderTokens(body, bytes, dt, summary) {
+/**
+ * Token ids, and beside them their decoded text when a tokenizer is attached
+ * (`tokens`: {storeUrl, current, onChange}). Hovering a piece of text shows
+ * its id and bytes and lights up its id; ids outside the vocabulary are
+ * marked in both columns.
+ */
+function renderTokens(body, bytes, dt, summary, tokens) {
   const view = typedView(bytes, dt);
   const n = view.length;
+  const tok = tokens?.current || null;
   let page = 0;
   const list = h('div.tokens#tokens');
+  const text = h('div.tok-text');
+  const info = h('div.piece-info#piece-info', tok ? 'Hover over the text to see each piece’s id and bytes.' : '');
   const pager = h('div.pager');
   const draw = () => {
     const from = page * PAGE_TOKENS;
     const to = Math.min(n, from + PAGE_TOKENS);
     const frag = document.createDocumentFragment();
-    for (let i = from; i < to; i++) frag.append(h('span', { title: `[${i}]` }, view[i].toString()));
+    for (let i = from; i < to; i++) {
+      const unknown = tok && !tok.bytes(view[i]);
+      frag.append(h(unknown ? 'span.unk' : 'span', { title: unknown ? `[${i}] not in the vocabulary` : `[${i}]`, dataset: { k: String(i - from) } }, view[i].toString()));
+    }
     setChildren(list, frag);
+    if (tok) setChildren(text, decodedText(tok, view.subarray(from, to), { id: 'decoded' }));
     pagerControls(pager, page, Math.ceil(n / PAGE_TOKENS), `tokens ${fmtInt(from)}–${fmtInt(to - 1)} of ${fmtInt(n)}`, (p) => { page = p; draw(); });
   };
+  let lit = null;
+  text.addEventListener('mouseover', (e) => {
+    const piece = e.target.closest('.piece');
+    if (!piece) return;
+    lit?.classList.remove('lit');
+    lit = list.querySelector(`span[data-k="${piece.dataset.k}"]`);
+    lit?.classList.add('lit');
+    setChildren(info, piece.title);
+  });
+  const unknownCount = tok ? Array.prototype.reduce.call(view, (a, id) => a + (tok.bytes(id) ? 0 : 1), 0) : 0;
   setChildren(body,
-    h('p.note', `${fmtInt(n)} ${dt.name} ids`, summary ? ` · min ${fmtNum(summary.min)} · max ${fmtNum(summary.max)} · mean ${fmtNum(summary.mean)}` : ''),
-    list, pager);
+    tokens ? tokenizerBar(tokens.storeUrl, tok, tokens.onChange) : null,
+    h('p.note', `${fmtInt(n)} ${dt.name} ids`, summary ? ` · min ${fmtNum(summary.min)} · max ${fmtNum(summary.max)} · mean ${fmtNum(summary.mean)}` : '',
+      tok ? h('span#unknown-count', { class: unknownCount ? 'bad' : '' }, ` · ${fmtInt(unknownCount)} outside the vocabulary`) : ''),
+    tok ? h('div.tok-split', h('div', h('div.note', 'ids'), list), h('div', h('div.note', 'text'), text, info)) : list,
+    pager);
   draw();
 }
 

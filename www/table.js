@@ -1,15 +1,14 @@
-// The record table: a virtual list over any number of records. Only the rows
-// on screen exist in the DOM; their locations are fetched in blocks once the
-// scrolling settles, and fetches for rows that scrolled away are cancelled.
-// Past ~600k rows the scrollbar maps proportionally onto the rows, since
-// browsers cap an element's height.
+// The record table: a virtual list (virtual.js) over any number of records.
+// Only the rows on screen exist in the DOM; their locations are fetched in
+// blocks once the scrolling settles, and fetches for rows that scrolled away
+// are cancelled.
 
 import { h, setChildren, fmtBytes, fmtInt, fmtRatio, fmtShape } from './dom.js';
 import { isAbort } from './client.js';
+import { VirtualRows, RowBlocks } from './virtual.js';
 
 const ROW = 24; // px, matches --row in style.css
 const BLOCK = 256; // rows per location fetch
-const MAX_HEIGHT = 15_000_000; // px; browsers break down past ~33M
 const SETTLE_MS = 70; // wait this long after the last scroll before fetching
 const MAX_BLOCKS = 400; // cached location blocks
 const SHAPE_BUDGET = 4 << 20; // fetch Ragged shapes for at most this many stored bytes on screen
@@ -30,8 +29,14 @@ export class RecordTable {
     this.itemShape = summary.itemShape;
     this.onSelect = onSelect;
     this.onError = onError;
-    this.blocks = new Map(); // block -> {stored, decoded}
-    this.loading = new Map(); // block -> AbortController
+    // Locations ({stored, decoded} per block), fetched for the rows on screen.
+    this.locs = new RowBlocks(this.n, BLOCK, MAX_BLOCKS, (start, count, signal) => client.locs(start, count, signal), {
+      onLoad: () => {
+        this.render(false);
+        this.fetchShapes();
+      },
+      onError: (e) => this.onError(e),
+    });
     this.shapes = new Map(); // index -> shape
     this.shapeFetch = null; // {ctl, from, to}
     this.selected = -1;
@@ -48,9 +53,13 @@ export class RecordTable {
         if (Number.isInteger(i) && i >= 0 && i < this.n) this.select(i, true);
       }
     });
-    this.rowsEl = h('div.vt-window');
-    this.spacer = h('div.vt-spacer', this.rowsEl);
-    this.scroller = h('div.vt-scroll', { tabindex: 0, 'aria-label': 'Records' }, this.spacer);
+    this.rows = new VirtualRows(this.n, ROW, {
+      label: 'Records',
+      makeRow: () => h('div.vt-row', h('span.idx'), h('span'), h('span'), h('span'), h('span')),
+      fillRow: (row, i) => this.fillRow(row, i),
+    });
+    this.rowsEl = this.rows.rowsEl;
+    this.scroller = this.rows.scroller;
     this.foot = h('div.vt-foot');
     setChildren(this.el,
       h('div.table-bar', h('h2', 'Records'), this.jump, h('button', { onclick: () => this.jumpGo() }, 'Go')),
@@ -58,10 +67,6 @@ export class RecordTable {
       this.scroller,
       this.foot,
     );
-    this.virtualHeight = this.n * ROW;
-    this.height = Math.min(this.virtualHeight, MAX_HEIGHT);
-    this.spacer.style.height = `${this.height}px`;
-    this.pool = [];
     this.scroller.addEventListener('scroll', () => this.onScroll(), { passive: true });
     this.scroller.addEventListener('keydown', (e) => this.onKey(e));
     this.rowsEl.addEventListener('click', (e) => {
@@ -82,31 +87,12 @@ export class RecordTable {
     this.destroyed = true;
     this.resizeObs.disconnect();
     clearTimeout(this.timer);
-    for (const ctl of this.loading.values()) ctl.abort();
+    this.locs.destroy();
     this.shapeFetch?.ctl.abort();
   }
 
-  /** Pixel offset into the virtual (unscaled) list for the current scroll. */
-  virtualTop() {
-    const view = this.scroller.clientHeight;
-    const st = this.scroller.scrollTop;
-    if (this.height === this.virtualHeight || this.height <= view) return st;
-    return (st / (this.height - view)) * (this.virtualHeight - view);
-  }
-
-  scrollToVirtual(vTop) {
-    const view = this.scroller.clientHeight;
-    vTop = Math.max(0, Math.min(vTop, this.virtualHeight - view));
-    this.scroller.scrollTop = this.height === this.virtualHeight || this.height <= view
-      ? vTop
-      : (vTop / (this.virtualHeight - view)) * (this.height - view);
-  }
-
   visibleRange() {
-    const vTop = this.virtualTop();
-    const first = Math.max(0, Math.floor(vTop / ROW));
-    const count = Math.ceil(this.scroller.clientHeight / ROW) + 1;
-    return { first, last: Math.min(this.n, first + count), offset: vTop - first * ROW };
+    return this.rows.visibleRange();
   }
 
   onScroll() {
@@ -116,7 +102,7 @@ export class RecordTable {
   }
 
   onKey(e) {
-    const page = Math.max(1, Math.floor(this.scroller.clientHeight / ROW) - 1);
+    const page = this.rows.page();
     const moves = { ArrowDown: 1, ArrowUp: -1, PageDown: page, PageUp: -page, Home: -Infinity, End: Infinity };
     if (!(e.key in moves)) return;
     e.preventDefault();
@@ -125,55 +111,21 @@ export class RecordTable {
     this.select(Number.isFinite(next) ? next : 0, 'nearest');
   }
 
-  /** Select record `i`; `reveal` true centres it, 'nearest' scrolls minimally. */
-  select(i, reveal) {
+  /**
+   * Select record `i`; `reveal` true centres it, 'nearest' scrolls minimally;
+   * `notify` false skips onSelect (the record is already on screen).
+   */
+  select(i, reveal, notify = true) {
     this.selected = i;
-    if (reveal) {
-      const { first, last } = this.visibleRange();
-      if (reveal === 'nearest') {
-        if (i < first + 1) this.scrollToVirtual(i * ROW);
-        else if (i >= last - 1) this.scrollToVirtual((i + 1) * ROW - this.scroller.clientHeight);
-      } else {
-        this.scrollToVirtual(i * ROW - this.scroller.clientHeight / 2 + ROW / 2);
-      }
-    }
+    if (reveal) this.rows.reveal(i, reveal);
     this.render(true);
-    this.onSelect(i);
+    if (notify) this.onSelect(i);
   }
 
   /** Draw the rows on screen from what is cached; `fetch` also loads the rest. */
   render(fetch) {
     if (this.destroyed) return;
-    const { first, last, offset } = this.visibleRange();
-    this.rowsEl.style.height = `${this.scroller.clientHeight}px`;
-    const count = last - first;
-    while (this.pool.length < count) {
-      const r = h('div.vt-row', h('span.idx'), h('span'), h('span'), h('span'), h('span'));
-      this.pool.push(r);
-      this.rowsEl.append(r);
-    }
-    for (let k = 0; k < this.pool.length; k++) {
-      const row = this.pool[k];
-      if (k >= count) {
-        row.hidden = true;
-        continue;
-      }
-      const i = first + k;
-      row.hidden = false;
-      row.style.transform = `translateY(${k * ROW - offset}px)`;
-      row.dataset.index = i;
-      row.classList.toggle('selected', i === this.selected);
-      const [ci, cs, cst, cde, cr] = row.children;
-      ci.textContent = fmtInt(i);
-      const loc = this.loc(i);
-      const shape = this.dense ? this.itemShape : this.shapes.get(i);
-      cs.textContent = shape ? fmtShape(shape) : loc ? '' : '…';
-      cs.className = shape ? '' : 'pending';
-      cst.textContent = loc ? fmtBytes(loc.stored) : '…';
-      cde.textContent = loc ? fmtBytes(loc.decoded) : '…';
-      cr.textContent = loc ? fmtRatio(loc.decoded, loc.stored) : '';
-      for (const c of [cst, cde, cr]) c.className = loc ? '' : 'pending';
-    }
+    const { first, last } = this.rows.render();
     setChildren(this.foot,
       h('span', this.n ? `${fmtInt(first)}–${fmtInt(last - 1)} of ${fmtInt(this.n)}` : 'no records'),
       h('span', this.selected >= 0 ? `selected #${fmtInt(this.selected)}` : ''),
@@ -184,10 +136,24 @@ export class RecordTable {
     }
   }
 
+  fillRow(row, i) {
+    row.classList.toggle('selected', i === this.selected);
+    const [ci, cs, cst, cde, cr] = row.children;
+    ci.textContent = fmtInt(i);
+    const loc = this.loc(i);
+    const shape = this.dense ? this.itemShape : this.shapes.get(i);
+    cs.textContent = shape ? fmtShape(shape) : loc ? '' : '…';
+    cs.className = shape ? '' : 'pending';
+    cst.textContent = loc ? fmtBytes(loc.stored) : '…';
+    cde.textContent = loc ? fmtBytes(loc.decoded) : '…';
+    cr.textContent = loc ? fmtRatio(loc.decoded, loc.stored) : '';
+    for (const c of [cst, cde, cr]) c.className = loc ? '' : 'pending';
+  }
+
   loc(i) {
-    const b = this.blocks.get(Math.floor(i / BLOCK));
-    if (!b) return null;
-    const k = i % BLOCK;
+    const at = this.locs.at(i);
+    if (!at) return null;
+    const [b, k] = at;
     return { stored: b.stored[k], decoded: b.decoded[k] };
   }
 
@@ -195,31 +161,7 @@ export class RecordTable {
   fetchVisible() {
     if (this.destroyed || !this.n) return;
     const { first, last } = this.visibleRange();
-    const want = new Set();
-    for (let b = Math.floor(first / BLOCK); b <= Math.floor((last - 1) / BLOCK); b++) want.add(b);
-    for (const [b, ctl] of this.loading) {
-      if (!want.has(b)) {
-        ctl.abort();
-        this.loading.delete(b);
-      }
-    }
-    for (const b of want) {
-      if (this.blocks.has(b) || this.loading.has(b)) continue;
-      const ctl = new AbortController();
-      this.loading.set(b, ctl);
-      const start = b * BLOCK;
-      const count = Math.min(BLOCK, this.n - start);
-      this.client.locs(start, count, ctl.signal).then((locs) => {
-        this.loading.delete(b);
-        this.blocks.set(b, locs);
-        if (this.blocks.size > MAX_BLOCKS) this.blocks.delete(this.blocks.keys().next().value);
-        this.render(false);
-        this.fetchShapes();
-      }, (e) => {
-        this.loading.delete(b);
-        if (!isAbort(e)) this.onError(e);
-      });
-    }
+    this.locs.want(first, last);
     this.fetchShapes();
   }
 

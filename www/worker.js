@@ -6,68 +6,189 @@
 // posts {type: 'stats', stats, inflight} whenever the network counters may
 // have changed. {op: 'cancel', target} aborts request `target`.
 
-import { parseDtype, summarize, isNumeric } from './dtype.js';
+// Start-up is on the critical path of the first record on screen, so the
+// worker overlaps everything it can: its JS glue and dtype.js load (dynamic
+// imports, not static ones that would run one after the other) while the
+// page compiles the wasm (or, without the boot script, while the wasm is
+// fetched and compiled by streaming here), and the store named in the
+// worker's name (set by the boot script in index.html) is opened at once with
+// the bytes the page prefetched, and record `i` read. The page's later `open`
+// and `records` calls for the same URL and record take those results (the
+// page may also have drawn that record itself already: first.js).
 
-let wasm = null; // the wasm-bindgen module, once loaded
-let store = null; // the open Store
-let dtype = null;
-let openGeneration = 0;
-const inflight = new Map(); // request id -> AbortController
+import { Prefetched, requestOf } from './prefetch.js';
 
-async function loadWasm() {
-  if (wasm) return wasm;
+// The boot script names the worker after the store it should open at once
+// ({preopen, index, pending}), and with `wasm: true` compiles the wasm itself
+// while the worker starts, posting the WebAssembly.Module ({op: 'wasm'}).
+let boot = null;
+try {
+  boot = self.name ? JSON.parse(self.name) : null;
+} catch {
+  // not a boot name
+}
+let wasmFromPage = null;
+const pageWasm = boot?.wasm ? new Promise((resolve) => { wasmFromPage = resolve; }) : Promise.resolve(null);
+
+const wasmReady = (async () => {
   let mod;
   try {
     mod = await import('./pkg/zrecord.js');
   } catch (e) {
     throw new Error(`unpublished viewer build: the wasm reader (pkg/zrecord.js) is missing or failed to load (${e.message}). Build it with scripts/build-pkg.sh (wasm-pack build --target web), then rebuild zrecord.`);
   }
-  await mod.default();
-  wasm = mod;
-  return wasm;
+  // The page's compiled module, else fetch and compile by streaming here
+  // (also when the page's compile failed, so the error is this fetch's).
+  const compiled = await pageWasm;
+  await mod.default({ module_or_path: compiled || fetch(new URL('./pkg/zrecord_bg.wasm', import.meta.url)) });
+  performance.mark('zr:wasm-ready');
+  return mod;
+})();
+wasmReady.catch(() => {});
+const dtypeReady = import('./dtype.js');
+dtypeReady.catch(() => {});
+
+/** Open stores by key: 'main' is the store view's, others a dataset's streams. */
+const stores = new Map(); // key -> {store, dtype, url}
+let openGeneration = 0;
+const inflight = new Map(); // request id -> AbortController
+/** The store the boot script asked for early: {url, index, opened: Promise<Store>, first: Promise<batch> | null}. */
+let early = null;
+
+// Byte ranges the page fetched for the reader before this worker ran (see
+// the boot script in index.html). They serve the reader's requests they
+// cover until the page opens another store or record i was read.
+const prefetched = new Prefetched();
+const dropPrefetched = () => prefetched.drop();
+
+/**
+ * The fetch the reader uses: bypasses the browser's HTTP cache, and answers
+ * from what the page prefetched when that holds the bytes asked for.
+ * Revalidating a cached range would send If-Range, and a file changed on
+ * the server then comes back whole (200) instead of as a range with a new
+ * ETag, which the reader reports as "store changed"; the reader keeps its
+ * own page cache.
+ */
+async function readerFetch(input, init) {
+  if (prefetched.size) {
+    const { url, range } = requestOf(input, init);
+    const hit = await prefetched.serve(url, range);
+    if (hit) return hit;
+  }
+  return fetch(input, Object.assign(init || {}, { cache: 'no-store' }));
+}
+
+function preopen({ url, index, pending }) {
+  for (const p of pending || []) prefetched.slot(p);
+  const opened = wasmReady.then((mod) => mod.Store.open(url, { fetch: readerFetch }));
+  early = { url, index: index ?? 0, opened, first: null };
+  const mine = early;
+  opened.then((s) => {
+    performance.mark('zr:preopened');
+    if (mine.dropped || !(mine.index >= 0 && mine.index < Number(s.len))) {
+      dropPrefetched();
+      return;
+    }
+    mine.first = s.gather(Uint32Array.of(mine.index));
+    // Once record i is read, the prefetched bytes have served their purpose;
+    // later reads go to the server, so a store changed there is noticed.
+    mine.first.then(() => performance.mark('zr:first-gathered'), () => {}).finally(dropPrefetched);
+  }, dropPrefetched);
+}
+
+// Open the store the boot script named at once, rather than when a message
+// gets through.
+if (boot?.preopen) preopen({ url: boot.preopen, index: boot.index, pending: boot.pending });
+
+/** Open a store under `key` (see ops.open). */
+async function openStore({ url, headers, files, key = 'main' }, signal) {
+  const mod = await wasmReady;
+  const { parseDtype } = await dtypeReady;
+  const generation = key === 'main' ? ++openGeneration : 0;
+  const old = stores.get(key);
+  if (old) {
+    stores.delete(key);
+    old.store.free?.();
+  }
+  const options = { signal };
+  if (headers && Object.keys(headers).length) options.headers = headers;
+  if (!files) options.fetch = readerFetch;
+  let opened;
+  const e = early;
+  if (e && key === 'main' && (files || e.url !== url)) {
+    // The page opened something else: let the early store go.
+    early = null;
+    e.dropped = true;
+    dropPrefetched();
+    e.opened.then((st) => st.free?.(), () => {});
+  } else if (e && !files && key === 'main' && e.url === url && !options.headers) {
+    early = null;
+    opened = await e.opened;
+    stores.set(key, { store: opened, dtype: parseDtype(opened.dtype), url, first: e });
+    return summary(key);
+  }
+  opened = files ? await openFiles(mod, files, options) : await mod.Store.open(url, options);
+  if (key === 'main' && generation !== openGeneration) {
+    opened.free?.();
+    throw abortError();
+  }
+  stores.set(key, { store: opened, dtype: parseDtype(opened.dtype), url });
+  return summary(key);
+}
+
+/** Opens in progress by key: calls for that key wait for them (the page may send `records` right behind `open`). */
+const openings = new Map();
+
+/** The open store `key`, once an open in progress for it has settled. */
+async function ready(key = 'main') {
+  await openings.get(key);
+  return need(key);
 }
 
 const ops = {
-  async open({ url, headers, files }, signal) {
-    const mod = await loadWasm();
-    const generation = ++openGeneration;
-    if (store) {
-      store.free?.();
-      store = null;
-    }
-    const options = { signal };
-    if (headers && Object.keys(headers).length) options.headers = headers;
-    // Bypass the browser's HTTP cache: revalidating a cached range sends
-    // If-Range, and a file changed on the server then comes back whole (200)
-    // instead of as a range with a new ETag, which the reader reports as
-    // "store changed". The reader keeps its own page cache.
-    if (!files) options.fetch = (input, init) => fetch(input, Object.assign(init || {}, { cache: 'no-store' }));
-    const opened = files ? await openFiles(mod, files, options) : await mod.Store.open(url, options);
-    if (generation !== openGeneration) {
-      opened.free?.();
-      throw abortError();
-    }
-    store = opened;
-    dtype = parseDtype(store.dtype);
-    return summary();
+  open(args, signal) {
+    const key = args.key || 'main';
+    const p = openStore(args, signal);
+    const settled = p.then(() => {}, () => {});
+    openings.set(key, settled);
+    settled.then(() => {
+      if (openings.get(key) === settled) openings.delete(key);
+    });
+    return p;
   },
 
-  async locs({ start, count }, signal) {
-    return normalizeLocs(await need().locs(start, count, { signal }), count);
+  /** Forget a dataset stream (or the main store). */
+  async close({ key }) {
+    const s = stores.get(key);
+    stores.delete(key);
+    s?.store.free?.();
+    return null;
+  },
+
+  async locs({ start, count, key }, signal) {
+    return normalizeLocs(await (await ready(key)).locs(start, count, { signal }), count);
   },
 
   /** Shapes of records (Ragged stores fetch them; Dense know them). */
-  async shapes({ indices }, signal) {
-    const s = need();
+  async shapes({ indices, key }, signal) {
+    const s = await ready(key);
     if (s.kind === 'dense') return indices.map(() => Array.from(s.itemShape, Number));
     const batch = await s.gather(Uint32Array.from(indices), { signal });
     return Array.from(batch.shapes, (shape) => Array.from(shape, Number));
   },
 
   /** Whole records, with a summary when numeric (and `summary` asked). */
-  async records({ indices, summary: wantSummary }, signal) {
-    const s = need();
-    const batch = await s.gather(Uint32Array.from(indices), { signal });
+  async records({ indices, summary: wantSummary, key }, signal) {
+    const s = await ready(key);
+    const { dtype, first } = stores.get(key || 'main');
+    const { summarize, isNumeric, splitBatch } = await dtypeReady;
+    let batch;
+    if (first?.first && indices.length === 1 && indices[0] === first.index) {
+      batch = await first.first;
+      first.first = null;
+    } else {
+      batch = await s.gather(Uint32Array.from(indices), { signal });
+    }
     const out = splitBatch(batch, indices.length).map((r, k) => {
       const rec = { index: indices[k], shape: r.shape, bytes: r.bytes };
       if (wantSummary && isNumeric(dtype)) rec.summary = summarize(new Uint8Array(r.bytes), dtype);
@@ -76,12 +197,59 @@ const ops = {
     return transfer(out, out.map((r) => r.bytes));
   },
 
+  /**
+   * Value counts of a scalar integer Dense store, read in chunks of `chunk`
+   * records (one coalesced range each: the records are contiguous), posting
+   * {type: 'progress', id, done, total} as it goes. Values are counted
+   * exactly while there are at most 4096 distinct ones; after that the rest
+   * is summarised by min / max only (`overflow`).
+   */
+  async valueCounts({ key, chunk = 16384 }, signal, id) {
+    const s = await ready(key);
+    const { dtype } = stores.get(key);
+    const { typedView, isInteger, asBytes } = await dtypeReady;
+    if (s.kind !== 'dense' || !isInteger(dtype) || Array.from(s.itemShape).reduce((a, b) => a * Number(b), 1) !== 1) {
+      throw new Error('value counts need a Dense store of one integer per record');
+    }
+    const n = Number(s.len);
+    const counts = new Map();
+    let overflow = 0;
+    let min = null;
+    let max = null;
+    let last = 0;
+    for (let start = 0; start < n; start += chunk) {
+      if (signal.aborted) throw abortError();
+      const count = Math.min(chunk, n - start);
+      const idx = new Uint32Array(count);
+      for (let k = 0; k < count; k++) idx[k] = start + k;
+      const batch = await s.gather(idx, { signal });
+      const values = typedView(asBytes(batch.data), dtype);
+      for (let k = 0; k < values.length; k++) {
+        const v = typeof values[k] === 'bigint' ? values[k].toString() : values[k];
+        const num = Number(v);
+        if (min === null || num < min) min = num;
+        if (max === null || num > max) max = num;
+        const c = counts.get(v);
+        if (c !== undefined) counts.set(v, c + 1);
+        else if (counts.size < 4096) counts.set(v, 1);
+        else overflow++;
+      }
+      const now = Date.now();
+      if (now - last > 100 || start + count >= n) {
+        last = now;
+        postMessage({ type: 'progress', id, done: start + count, total: n });
+      }
+    }
+    const entries = [...counts.entries()].map(([v, c]) => [String(v), c]).sort((a, b) => Number(a[0]) - Number(b[0]));
+    return { entries, overflow, min, max, total: n };
+  },
+
   async stats() {
     return readStats();
   },
 
-  async info() {
-    return summary();
+  async info({ key }) {
+    return summary(key);
   },
 };
 
@@ -94,13 +262,14 @@ async function openFiles(mod, files, options) {
   return mod.Store.openFiles(files, options);
 }
 
-function need() {
-  if (!store) throw new Error('no store is open');
-  return store;
+function need(key = 'main') {
+  const s = stores.get(key);
+  if (!s) throw new Error(key === 'main' ? 'no store is open' : `no stream ${key} is open`);
+  return s.store;
 }
 
-function summary() {
-  const s = store;
+function summary(key = 'main') {
+  const s = need(key);
   return {
     len: Number(s.len),
     kind: s.kind,
@@ -118,38 +287,18 @@ function normalizeLocs(got, count) {
   return transfer({ stored, decoded }, [stored.buffer, decoded.buffer]);
 }
 
-/**
- * A gather result as one {shape, bytes: ArrayBuffer} per record. Dense:
- * {data, shape} with data a TypedArray of `shape` = [n, ...itemShape];
- * Ragged: {values, offsets, shapes}, record k being
- * values.subarray(offsets[k], offsets[k + 1]) of shape shapes[k].
- */
-function splitBatch(b, n) {
-  if (b.data !== undefined) {
-    const bytes = asBytes(b.data);
-    const row = n ? bytes.byteLength / n : 0;
-    const shape = Array.from(b.shape, Number).slice(1);
-    return Array.from({ length: n }, (_, k) => ({ shape, bytes: bytes.slice(k * row, (k + 1) * row).buffer }));
-  }
-  const values = asBytes(b.values);
-  const unit = b.values.BYTES_PER_ELEMENT;
-  return Array.from({ length: n }, (_, k) => ({
-    shape: Array.from(b.shapes[k], Number),
-    bytes: values.slice(b.offsets[k] * unit, b.offsets[k + 1] * unit).buffer,
-  }));
-}
-
-function asBytes(view) {
-  return new Uint8Array(view.buffer, view.byteOffset, view.byteLength);
-}
-
+/** The reader's counters, summed over every open store. */
 function readStats() {
-  if (!store) return null;
-  try {
-    return store.stats();
-  } catch {
-    return null;
+  if (!stores.size) return null;
+  const sum = {};
+  for (const { store } of stores.values()) {
+    try {
+      for (const [k, v] of Object.entries(store.stats())) sum[k] = (sum[k] || 0) + v;
+    } catch {
+      // a store freed under us
+    }
   }
+  return sum;
 }
 
 function postStats() {
@@ -187,6 +336,14 @@ function abortError() {
 
 self.onmessage = async (ev) => {
   const { id, op, ...args } = ev.data;
+  if (op === 'prefetched') {
+    prefetched.arrived(args);
+    return;
+  }
+  if (op === 'wasm') {
+    wasmFromPage?.(args.module);
+    return;
+  }
   if (op === 'cancel') {
     inflight.get(args.target)?.abort();
     return;
@@ -199,7 +356,7 @@ self.onmessage = async (ev) => {
   try {
     const fn = ops[op];
     if (!fn) throw new Error(`unknown operation ${op}`);
-    let value = await fn(args, ctl.signal);
+    let value = await fn(args, ctl.signal, id);
     if (value && value[TRANSFER]) {
       list = value[TRANSFER];
       value = value.value;

@@ -48,8 +48,8 @@ pub fn run(ctx: &Ctx, a: Args) -> CliResult {
             Geometry::Ragged => "ragged".to_string(),
         };
         out.line(&format!(
-            "  {:<20} {:>4} records  {geometry:<18} {:<4} {:<9} {}",
-            path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default(),
+            "  {:<24} {:>4} records  {geometry:<18} {:<4} {:<9} {}",
+            path.strip_prefix(&dir).unwrap_or(path).display().to_string(),
             s.len(),
             s.dtype().as_str(),
             s.codec().name(),
@@ -69,7 +69,21 @@ pub fn run(ctx: &Ctx, a: Args) -> CliResult {
     out.line("")?;
     out.line("each in the viewer:")?;
     store_links(&mut out, &url, &listed)?;
-    if let (Some(first), Some(listed_first)) = (stores.first(), listed.first()) {
+    out.line("")?;
+    out.line(&format!(
+        "the dataset (image, label, caption, caption-tokens side by side): {}",
+        zrecord::viewer_assets::viewer_link(&url, "/dataset/", None)
+    ))?;
+    out.line(&format!(
+        "  its tokenizer, to attach to caption-tokens: {}",
+        absolute(&url, "/dataset/tokenizer.json")
+    ))?;
+    // The first demo store as the server lists it (the dataset's streams sort first).
+    let first_listed = stores
+        .first()
+        .and_then(|p| p.strip_prefix(&dir).ok())
+        .and_then(|rel| listed.iter().find(|l| std::path::Path::new(&l.path) == rel));
+    if let (Some(first), Some(listed_first)) = (stores.first(), first_listed) {
         out.line("")?;
         out.line(&format!("try:  zrecord info {}", absolute(&url, &listed_first.url)))?;
         out.line(&format!("      zrecord get {} 0", first.display()))?;

@@ -23,6 +23,9 @@ export const env = {
   fixtures: need('FIXTURES'),
   scratch: need('SCRATCH'),
   shots: need('SCREENSHOTS'),
+  demoViewer: need('DEMO_VIEWER_URL'),
+  demoDir: need('DEMO_DIR'),
+  zrecord: need('ZRECORD'),
 };
 
 /**
