@@ -290,6 +290,7 @@ const S3_CORS = `[{"AllowedOrigins": ["*"], "AllowedMethods": ["GET", "HEAD"],
 // that name their cause outright; `Remote` errors are told apart by message.
 const BY_CODE = {
   CorruptRecord: 'corrupt',
+  ChecksumMismatch: 'checksum',
   Unpublished: 'unpublished',
   StoreChanged: 'changed',
   NotFound: 'notfound',
@@ -354,6 +355,15 @@ function explain(err, ctx = {}) {
       text: 'Its header still says it has 0 records, but its files hold data: the program that wrote it stopped before closing the store, so none of the records were published. loaderx opens it as an empty store.',
       fix: ['Run the writer again to completion (the store is published only when the writer closes it).'],
     })],
+    ['checksum', /checksum mismatch/i, () => {
+      const rec = /record\s+#?(\d+)/i.exec(msg);
+      return {
+        kind: 'checksum',
+        title: rec ? `Record ${rec[1]} changed after the store was sealed` : 'The store changed after it was sealed',
+        text: `${rec ? `Record ${rec[1]}'s stored bytes do` : 'Some bytes do'} not match the store's checksum sidecar (sums.zr): they changed silently (bit rot, a bad copy or sync), and would decode to wrong data. ${checkOf(msg)}`,
+        fix: ['Restore the store from a good copy.', 'Run `zrecord verify STORE` on a copy to list every damaged record.'],
+      };
+    }],
     ['corrupt', /corrupt/i, () => {
       const rec = /record\s+#?(\d+)/i.exec(msg);
       return {
@@ -828,6 +838,9 @@ class Overview {
     const hasDict = f['dict.zr'] != null || s.codec === 'zstd_dict';
     row('dictionary', hasDict ? `yes${f['dict.zr'] != null ? `, ${fmtBytes(f['dict.zr'])}` : ''}` : h('span.muted', 'none'));
     row('records', h('b#record-count', fmtInt(s.len)));
+    row('sealed', s.checked
+      ? h('span#sealed.sealed', { title: 'sums.zr holds a checksum of every record: each record shown is checked against it' }, 'yes, records shown are checked')
+      : h('span#sealed.muted', { title: 'no sums.zr: changed bytes that still decode cannot be detected (zrecord seal STORE adds one)' }, 'no'));
     const fileBits = ['meta.zr', 'data.zr', 'dict.zr'].filter((k) => f[k] != null).map((k) => `${k} ${fmtBytes(f[k])}`);
     if (fileBits.length) row('files', fileBits.join(' · '));
     const total = ['meta.zr', 'data.zr', 'dict.zr'].reduce((a, k) => a + (f[k] || 0), 0);
@@ -1947,6 +1960,14 @@ class BatchView {
   }
 
   tile(rec) {
+    if (rec.error) {
+      // A record that changed after the store was sealed: marked, not drawn.
+      return h('div.thumb.corrupt', {
+        dataset: { index: rec.index },
+        title: rec.error,
+        onclick: () => this.onOpen(rec.index),
+      }, h('div.txt', 'checksum mismatch: its bytes changed after the store was sealed'), h('span.cap', `#${fmtInt(rec.index)}`));
+    }
     const bytes = new Uint8Array(rec.bytes);
     const layouts = imageLayouts(rec.shape, this.dt);
     let content;
@@ -2232,6 +2253,11 @@ class DatasetView {
 
   /** Draw stream `s`'s record `rec` into `cell`. */
   fill(cell, s, rec) {
+    if (rec.error) {
+      // Changed after the store was sealed: shown, in red, never drawn.
+      setChildren(cell, h('span.corrupt', { title: rec.error }, 'checksum mismatch'));
+      return;
+    }
     const bytes = new Uint8Array(rec.bytes);
     if (s.kind === 'image') {
       const layout = imageLayouts(rec.shape, s.dt)[0];
@@ -2364,8 +2390,8 @@ const $prefetch = (() => {
 
 /**
  * Ranges by file URL: [{start, end, got: Promise}], `got` resolving to
- * {body: ArrayBuffer, total, etag, type}, or null when there is no usable
- * answer (anything but a 206 of the range asked for).
+ * {body: ArrayBuffer, total, etag, type}, {missing: true} for a 404, or null
+ * when there is no usable answer (anything else but a 206 of the range asked for).
  */
 class Prefetched {
   constructor() {
@@ -2413,6 +2439,8 @@ class Prefetched {
       // The boot script always answers; the timer guards against one that broke.
       const got = await Promise.race([s.got, new Promise((r) => setTimeout(() => r(null), 10_000))]);
       if (!got) continue;
+      // The file is not there (a store without dict.zr or sums.zr): say so.
+      if (got.missing) return new Response(null, { status: 404 });
       // Short only where the file ends, as a server would answer.
       const last = Math.min(b, got.total - 1);
       if (a > last || last >= s.start + got.body.byteLength) continue;
@@ -2471,7 +2499,8 @@ async function quickFirstRecord(url, index) {
       if (!hit) throw new Error('not prefetched');
       return hit;
     };
-    store = await glue.Store.open(url, { fetch: onlyPrefetched, retries: 0 });
+    // Checked as the worker reads it: a sealed store's record is compared with its checksum.
+    store = await glue.Store.open(url, { fetch: onlyPrefetched, retries: 0, verify: 'if-sealed' });
     performance.mark('zr:quick-opened');
     if (!(index < Number(store.len))) return null;
     const dt = parseDtype(store.dtype);
@@ -2484,6 +2513,7 @@ async function quickFirstRecord(url, index) {
       dtype: store.dtype,
       itemShape: store.itemShape == null ? null : Array.from(store.itemShape, Number),
       codec: store.codec,
+      checked: store.checked,
       info: store.info(),
     };
     return { summary, rec };

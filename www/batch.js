@@ -66,6 +66,14 @@ export class BatchView {
   }
 
   tile(rec) {
+    if (rec.error) {
+      // A record that changed after the store was sealed: marked, not drawn.
+      return h('div.thumb.corrupt', {
+        dataset: { index: rec.index },
+        title: rec.error,
+        onclick: () => this.onOpen(rec.index),
+      }, h('div.txt', 'checksum mismatch: its bytes changed after the store was sealed'), h('span.cap', `#${fmtInt(rec.index)}`));
+    }
     const bytes = new Uint8Array(rec.bytes);
     const layouts = imageLayouts(rec.shape, this.dt);
     let content;

@@ -181,6 +181,11 @@ export class DatasetView {
 
   /** Draw stream `s`'s record `rec` into `cell`. */
   fill(cell, s, rec) {
+    if (rec.error) {
+      // Changed after the store was sealed: shown, in red, never drawn.
+      setChildren(cell, h('span.corrupt', { title: rec.error }, 'checksum mismatch'));
+      return;
+    }
     const bytes = new Uint8Array(rec.bytes);
     if (s.kind === 'image') {
       const layout = imageLayouts(rec.shape, s.dt)[0];

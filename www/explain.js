@@ -16,6 +16,7 @@ const S3_CORS = `[{"AllowedOrigins": ["*"], "AllowedMethods": ["GET", "HEAD"],
 // that name their cause outright; `Remote` errors are told apart by message.
 const BY_CODE = {
   CorruptRecord: 'corrupt',
+  ChecksumMismatch: 'checksum',
   Unpublished: 'unpublished',
   StoreChanged: 'changed',
   NotFound: 'notfound',
@@ -80,6 +81,15 @@ export function explain(err, ctx = {}) {
       text: 'Its header still says it has 0 records, but its files hold data: the program that wrote it stopped before closing the store, so none of the records were published. loaderx opens it as an empty store.',
       fix: ['Run the writer again to completion (the store is published only when the writer closes it).'],
     })],
+    ['checksum', /checksum mismatch/i, () => {
+      const rec = /record\s+#?(\d+)/i.exec(msg);
+      return {
+        kind: 'checksum',
+        title: rec ? `Record ${rec[1]} changed after the store was sealed` : 'The store changed after it was sealed',
+        text: `${rec ? `Record ${rec[1]}'s stored bytes do` : 'Some bytes do'} not match the store's checksum sidecar (sums.zr): they changed silently (bit rot, a bad copy or sync), and would decode to wrong data. ${checkOf(msg)}`,
+        fix: ['Restore the store from a good copy.', 'Run `zrecord verify STORE` on a copy to list every damaged record.'],
+      };
+    }],
     ['corrupt', /corrupt/i, () => {
       const rec = /record\s+#?(\d+)/i.exec(msg);
       return {

@@ -108,6 +108,9 @@ export class Overview {
     const hasDict = f['dict.zr'] != null || s.codec === 'zstd_dict';
     row('dictionary', hasDict ? `yes${f['dict.zr'] != null ? `, ${fmtBytes(f['dict.zr'])}` : ''}` : h('span.muted', 'none'));
     row('records', h('b#record-count', fmtInt(s.len)));
+    row('sealed', s.checked
+      ? h('span#sealed.sealed', { title: 'sums.zr holds a checksum of every record: each record shown is checked against it' }, 'yes, records shown are checked')
+      : h('span#sealed.muted', { title: 'no sums.zr: changed bytes that still decode cannot be detected (zrecord seal STORE adds one)' }, 'no'));
     const fileBits = ['meta.zr', 'data.zr', 'dict.zr'].filter((k) => f[k] != null).map((k) => `${k} ${fmtBytes(f[k])}`);
     if (fileBits.length) row('files', fileBits.join(' · '));
     const total = ['meta.zr', 'data.zr', 'dict.zr'].reduce((a, k) => a + (f[k] || 0), 0);

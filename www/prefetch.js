@@ -6,8 +6,8 @@
 
 /**
  * Ranges by file URL: [{start, end, got: Promise}], `got` resolving to
- * {body: ArrayBuffer, total, etag, type}, or null when there is no usable
- * answer (anything but a 206 of the range asked for).
+ * {body: ArrayBuffer, total, etag, type}, {missing: true} for a 404, or null
+ * when there is no usable answer (anything else but a 206 of the range asked for).
  */
 export class Prefetched {
   constructor() {
@@ -55,6 +55,8 @@ export class Prefetched {
       // The boot script always answers; the timer guards against one that broke.
       const got = await Promise.race([s.got, new Promise((r) => setTimeout(() => r(null), 10_000))]);
       if (!got) continue;
+      // The file is not there (a store without dict.zr or sums.zr): say so.
+      if (got.missing) return new Response(null, { status: 404 });
       // Short only where the file ends, as a server would answer.
       const last = Math.min(b, got.total - 1);
       if (a > last || last >= s.start + got.body.byteLength) continue;

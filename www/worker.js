@@ -78,9 +78,37 @@ async function readerFetch(input, init) {
   return fetch(input, Object.assign(init || {}, { cache: 'no-store' }));
 }
 
+/**
+ * Records of a sealed store (one with a sums.zr checksum sidecar) are
+ * checked against it as they are read; unsealed stores read as they are.
+ */
+const VERIFY = 'if-sealed';
+
+/**
+ * Gather `indices`; when a record fails its checksum, gather them one by one
+ * so the others still show and each bad one comes back as {error, code}.
+ */
+async function gatherChecked(s, indices, signal) {
+  try {
+    return { batch: await s.gather(Uint32Array.from(indices), { signal }) };
+  } catch (e) {
+    if (e?.code !== 'ChecksumMismatch' || indices.length === 1) throw e;
+    const each = [];
+    for (const i of indices) {
+      try {
+        each.push({ batch: await s.gather(Uint32Array.of(i), { signal }) });
+      } catch (err) {
+        if (err?.code !== 'ChecksumMismatch') throw err;
+        each.push({ error: String(err.message), code: err.code });
+      }
+    }
+    return { each };
+  }
+}
+
 function preopen({ url, index, pending }) {
   for (const p of pending || []) prefetched.slot(p);
-  const opened = wasmReady.then((mod) => mod.Store.open(url, { fetch: readerFetch }));
+  const opened = wasmReady.then((mod) => mod.Store.open(url, { fetch: readerFetch, verify: VERIFY }));
   early = { url, index: index ?? 0, opened, first: null };
   const mine = early;
   opened.then((s) => {
@@ -110,7 +138,7 @@ async function openStore({ url, headers, files, key = 'main' }, signal) {
     stores.delete(key);
     old.store.free?.();
   }
-  const options = { signal };
+  const options = { signal, verify: VERIFY };
   if (headers && Object.keys(headers).length) options.headers = headers;
   if (!files) options.fetch = readerFetch;
   let opened;
@@ -182,19 +210,22 @@ const ops = {
     const s = await ready(key);
     const { dtype, first } = stores.get(key || 'main');
     const { summarize, isNumeric, splitBatch } = await dtypeReady;
-    let batch;
+    let got;
     if (first?.first && indices.length === 1 && indices[0] === first.index) {
-      batch = await first.first;
+      got = { batch: await first.first };
       first.first = null;
     } else {
-      batch = await s.gather(Uint32Array.from(indices), { signal });
+      got = await gatherChecked(s, indices, signal);
     }
-    const out = splitBatch(batch, indices.length).map((r, k) => {
-      const rec = { index: indices[k], shape: r.shape, bytes: r.bytes };
+    const make = (index, r) => {
+      const rec = { index, shape: r.shape, bytes: r.bytes };
       if (wantSummary && isNumeric(dtype)) rec.summary = summarize(new Uint8Array(r.bytes), dtype);
       return rec;
-    });
-    return transfer(out, out.map((r) => r.bytes));
+    };
+    const out = got.batch
+      ? splitBatch(got.batch, indices.length).map((r, k) => make(indices[k], r))
+      : got.each.map((g, k) => (g.batch ? make(indices[k], splitBatch(g.batch, 1)[0]) : { index: indices[k], error: g.error, code: g.code }));
+    return transfer(out, out.filter((r) => r.bytes).map((r) => r.bytes));
   },
 
   /**
@@ -276,6 +307,7 @@ function summary(key = 'main') {
     dtype: s.dtype,
     itemShape: s.itemShape == null ? null : Array.from(s.itemShape, Number),
     codec: s.codec,
+    checked: s.checked,
     info: s.info(),
   };
 }
