@@ -41,7 +41,7 @@ test('a sealed store says so and shows its records checked', async () => {
 });
 
 test('an unsealed store says it is not sealed', async () => {
-  await openByHash(page, `${env.cors}/dense-u8-img-zstd/`, 0);
+  await openByHash(page, `${env.cors}/fixtures/dense-u8-img-zstd/`, 0);
   await waitRecord(page, 0);
   assert.equal((await page.textContent('#sealed')).trim(), 'no');
   noPageErrors(page);
