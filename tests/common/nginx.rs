@@ -63,9 +63,23 @@ impl Nginx {
         format!("http://127.0.0.1:{}/{path}", self.port)
     }
 
-    /// Requests nginx logged so far.
+    /// Requests nginx logged so far. nginx logs a request after answering
+    /// it, so a client can be faster than the log: the count is read until
+    /// it stays the same for 50 ms (at most 2 s).
     pub fn logged_requests(&self) -> usize {
-        std::fs::read_to_string(self.dir.path().join("access.log")).map(|s| s.lines().count()).unwrap_or(0)
+        let count = || {
+            std::fs::read_to_string(self.dir.path().join("access.log")).map(|s| s.lines().count()).unwrap_or(0)
+        };
+        let t0 = Instant::now();
+        let mut last = count();
+        loop {
+            std::thread::sleep(Duration::from_millis(50));
+            let now = count();
+            if now == last && now > 0 || t0.elapsed() > Duration::from_secs(2) {
+                return now;
+            }
+            last = now;
+        }
     }
 }
 
