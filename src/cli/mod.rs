@@ -17,6 +17,7 @@
 
 mod checksum;
 mod common;
+#[cfg(feature = "serve")]
 mod demo;
 mod export;
 mod get;
@@ -26,6 +27,7 @@ mod npyfile;
 mod recode;
 mod records;
 mod sample;
+#[cfg(feature = "serve")]
 mod serve;
 mod train_dict;
 mod values;
@@ -69,10 +71,13 @@ enum Command {
     /// Train a zstd dictionary from a store or a .npy file.
     TrainDict(train_dict::Args),
     /// Write small demo stores and serve them with the web viewer.
+    #[cfg(feature = "serve")]
     Demo(demo::Args),
     /// Serve a directory of stores over HTTP with the web viewer, until Ctrl-C.
+    #[cfg(feature = "serve")]
     Serve(serve::ServeArgs),
     /// Serve one store with the web viewer and print its link, until Ctrl-C.
+    #[cfg(feature = "serve")]
     View(serve::ViewArgs),
 }
 
@@ -90,8 +95,11 @@ pub fn main() -> ExitCode {
         Command::Get(a) => get::run(&ctx, a),
         Command::Verify(a) => verify::run(&ctx, a),
         Command::TrainDict(a) => train_dict::run(&ctx, a),
+        #[cfg(feature = "serve")]
         Command::Demo(a) => demo::run(&ctx, a),
+        #[cfg(feature = "serve")]
         Command::Serve(a) => serve::run_serve(&ctx, a),
+        #[cfg(feature = "serve")]
         Command::View(a) => serve::run_view(&ctx, a),
     };
     match result {

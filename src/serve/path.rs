@@ -40,21 +40,6 @@ impl UrlPath {
     }
 }
 
-/// Strip the query and fragment, and the scheme and authority of an
-/// absolute-form target (`http://host/p`), leaving the raw path.
-pub(crate) fn target_path(target: &str) -> &str {
-    let mut t = target;
-    for scheme in ["http://", "https://"] {
-        if t.len() >= scheme.len() && t[..scheme.len()].eq_ignore_ascii_case(scheme) {
-            let rest = &t[scheme.len()..];
-            t = rest.find('/').map_or("/", |i| &rest[i..]);
-            break;
-        }
-    }
-    let end = t.find(['?', '#']).unwrap_or(t.len());
-    &t[..end]
-}
-
 /// Split and decode a raw URL path (`/a/b%20c`) into checked segments.
 ///
 /// Every segment must decode to a single normal path component: no `.` or
@@ -227,14 +212,6 @@ mod tests {
         for bad in ["/%", "/%2", "/%zz", "/%ff%fe"] {
             assert_eq!(segs(bad), Err(Refused::Malformed), "{bad}");
         }
-    }
-
-    #[test]
-    fn target_path_strips_query_and_authority() {
-        assert_eq!(target_path("/a/b?x=1#f"), "/a/b");
-        assert_eq!(target_path("http://h:1/a?q"), "/a");
-        assert_eq!(target_path("HTTP://h"), "/");
-        assert_eq!(target_path("*"), "*");
     }
 
     #[test]
