@@ -80,6 +80,7 @@ use std::borrow::Cow;
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -186,6 +187,24 @@ pub(crate) struct Shared {
     verbose: bool,
     head_timeout: Duration,
     idle_timeout: Duration,
+    counts: Arc<Counts>,
+}
+
+/// Connection counters, read through [`ServerHandle::stats`].
+#[derive(Debug, Default)]
+struct Counts {
+    accepted: AtomicU64,
+    refused: AtomicU64,
+}
+
+/// What a server has done so far.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServeStats {
+    /// Connections accepted and served.
+    pub accepted: u64,
+    /// Connections answered `503` because [`ServeConfig::max_connections`]
+    /// were open.
+    pub refused_busy: u64,
 }
 
 /// Bind the socket and start serving on a runtime of the server's own.
@@ -231,14 +250,16 @@ pub fn start(cfg: ServeConfig) -> Result<ServerHandle> {
     };
     let addr = listener.local_addr().map_err(|e| Error::io(&hostport, "bind", e))?;
     let (stop, stopped) = watch::channel(false);
+    let counts = Arc::new(Counts::default());
     let shared = Arc::new(Shared {
         site: Arc::new(Site { root, assets: cfg.assets, store_depth: cfg.store_depth }),
         verbose: cfg.verbose,
         head_timeout: cfg.head_timeout,
         idle_timeout: cfg.idle_timeout,
+        counts: Arc::clone(&counts),
     });
     let task = rt.spawn(accept_loop(listener, shared, max_connections, stopped));
-    Ok(ServerHandle { addr, stopper: Stopper { stop: Arc::new(stop) }, runtime: Some(rt), task: Some(task) })
+    Ok(ServerHandle { addr, stopper: Stopper { stop: Arc::new(stop) }, counts, runtime: Some(rt), task: Some(task) })
 }
 
 /// Listen on the first of `addrs` that binds.
@@ -264,6 +285,7 @@ fn bind(addrs: &[SocketAddr]) -> std::io::Result<TcpListener> {
 pub struct ServerHandle {
     addr: SocketAddr,
     stopper: Stopper,
+    counts: Arc<Counts>,
     runtime: Option<Runtime>,
     task: Option<JoinHandle<()>>,
 }
@@ -283,6 +305,14 @@ impl ServerHandle {
             IpAddr::V6(ip) if ip.is_unspecified() => format!("http://[{}]:{port}/", Ipv6Addr::LOCALHOST),
             IpAddr::V4(ip) => format!("http://{ip}:{port}/"),
             IpAddr::V6(ip) => format!("http://[{ip}]:{port}/"),
+        }
+    }
+
+    /// Connections accepted and refused so far.
+    pub fn stats(&self) -> ServeStats {
+        ServeStats {
+            accepted: self.counts.accepted.load(Ordering::Relaxed),
+            refused_busy: self.counts.refused.load(Ordering::Relaxed),
         }
     }
 
@@ -363,6 +393,7 @@ async fn accept_loop(
         let _ = stream.set_nodelay(true);
         match Arc::clone(&permits).try_acquire_owned() {
             Ok(permit) => {
+                shared.counts.accepted.fetch_add(1, Ordering::Relaxed);
                 let sh = Arc::clone(&shared);
                 conns.spawn(async move {
                     conn::serve(stream, peer, sh).await;
@@ -370,6 +401,7 @@ async fn accept_loop(
                 });
             }
             Err(_) => {
+                shared.counts.refused.fetch_add(1, Ordering::Relaxed);
                 conns.spawn(conn::refuse_busy(stream));
             }
         }
