@@ -143,7 +143,10 @@ fn idle_half_open_connections_lock_out_nobody() {
             slowest = slowest.max(r.unwrap());
         }
         assert!(slowest < Duration::from_secs(1), "slowest answer took {slowest:?}");
-        assert!(opened.elapsed() < head_timeout, "the idle connections must still be open for this to test anything");
+        assert!(
+            opened.elapsed() < head_timeout,
+            "the idle connections must still be open for this to test anything"
+        );
         // The unfinished heads are cut off once the head timeout passes.
         for mut s in idle {
             let mut b = [0u8; 64];

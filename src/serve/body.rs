@@ -63,13 +63,16 @@ impl Body {
     }
 }
 
+/// A chunk read on the blocking pool: it hands the file back with the bytes.
+type ChunkRead = JoinHandle<io::Result<(File, Vec<u8>)>>;
+
 #[derive(Debug)]
 struct FileChunks {
     /// `None` while a chunk read owns it.
     file: Option<File>,
     pos: u64,
     remaining: u64,
-    reading: Option<JoinHandle<io::Result<(File, Vec<u8>)>>>,
+    reading: Option<ChunkRead>,
 }
 
 impl FileChunks {

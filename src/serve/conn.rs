@@ -56,7 +56,12 @@ struct Activity {
 
 impl Activity {
     fn new() -> Self {
-        Activity { born: Instant::now(), last: AtomicU64::new(0), head_since: AtomicU64::new(0), phase: AtomicU8::new(HEAD) }
+        Activity {
+            born: Instant::now(),
+            last: AtomicU64::new(0),
+            head_since: AtomicU64::new(0),
+            phase: AtomicU8::new(HEAD),
+        }
     }
 
     fn now(&self) -> u64 {
@@ -97,7 +102,11 @@ struct Watched {
 }
 
 impl AsyncRead for Watched {
-    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
         let before = buf.filled().len();
         let r = Pin::new(&mut self.inner).poll_read(cx, buf);
         if matches!(r, Poll::Ready(Ok(()))) && buf.filled().len() > before {
@@ -169,10 +178,8 @@ pub(crate) async fn serve(stream: TcpStream, peer: SocketAddr, shared: Arc<Share
             Ok::<_, Infallible>(resp)
         }
     });
-    let conn = http1::Builder::new()
-        .max_buf_size(MAX_BUF)
-        .header_read_timeout(None)
-        .serve_connection(io, service);
+    let conn =
+        http1::Builder::new().max_buf_size(MAX_BUF).header_read_timeout(None).serve_connection(io, service);
     let mut conn = std::pin::pin!(conn);
     let sleep = tokio::time::sleep(head_timeout);
     let mut sleep = std::pin::pin!(sleep);

@@ -204,7 +204,7 @@ struct Rep {
     content_type: &'static str,
 }
 
-fn header_str<'a>(req: &'a Parts, name: HeaderName) -> Option<&'a str> {
+fn header_str(req: &Parts, name: HeaderName) -> Option<&str> {
     req.headers.get(name).and_then(|v| v.to_str().ok())
 }
 
@@ -357,7 +357,9 @@ mod tests {
         assert_eq!(ct("m.json"), "application/json");
         assert_eq!(ct("i.png"), "image/png");
         assert_eq!(ct("noext"), "application/octet-stream");
-        for active in ["index.HTML", "a.htm", "app.js", "m.mjs", "evil.svg", "x.xml", "x.xhtml", "s.css", "d.pdf"] {
+        for active in
+            ["index.HTML", "a.htm", "app.js", "m.mjs", "evil.svg", "x.xml", "x.xhtml", "s.css", "d.pdf"]
+        {
             assert_eq!(ct(active), "application/octet-stream", "{active}");
         }
     }

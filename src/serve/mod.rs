@@ -259,7 +259,13 @@ pub fn start(cfg: ServeConfig) -> Result<ServerHandle> {
         counts: Arc::clone(&counts),
     });
     let task = rt.spawn(accept_loop(listener, shared, max_connections, stopped));
-    Ok(ServerHandle { addr, stopper: Stopper { stop: Arc::new(stop) }, counts, runtime: Some(rt), task: Some(task) })
+    Ok(ServerHandle {
+        addr,
+        stopper: Stopper { stop: Arc::new(stop) },
+        counts,
+        runtime: Some(rt),
+        task: Some(task),
+    })
 }
 
 /// Listen on the first of `addrs` that binds.
