@@ -174,9 +174,10 @@ export CORS_ACCESS_LOG=$n/logs/cors.log
 export FIXTURES=$fixtures
 export SCRATCH=$work/scratch
 export SCREENSHOTS=$shots
+export ZRECORD=$zrecord
 
 if [ "${1:-}" = "--serve" ]; then
-  env | grep -E '^(VIEWER_URL|STORE_[A-Z]+|CORS_ACCESS_LOG|FIXTURES|SCRATCH|SCREENSHOTS)=' | sed 's/^/export /' > "$work/env.sh"
+  env | grep -E '^(VIEWER_URL|STORE_[A-Z]+|CORS_ACCESS_LOG|FIXTURES|SCRATCH|SCREENSHOTS|ZRECORD)=' | sed 's/^/export /' > "$work/env.sh"
   echo "servers up; environment in $work/env.sh; viewer at $viewer"
   wait
   exit 0
