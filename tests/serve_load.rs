@@ -37,6 +37,8 @@ fn serve_big_file(cfg: impl FnOnce(&mut ServeConfig)) -> (tempfile::TempDir, Arc
 }
 
 fn client_runtime() -> tokio::runtime::Runtime {
+    // Server and clients share this process: a few thousand sockets.
+    serve::raise_open_files(8192);
     tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
 }
 

@@ -110,7 +110,8 @@ fn has_body(req: &Parts) -> bool {
 
 /// About the size of the request head on the wire.
 fn head_bytes(req: &Parts) -> usize {
-    let line = req.method.as_str().len() + req.uri.to_string().len() + 12;
+    let target = req.uri.path_and_query().map_or(1, |p| p.as_str().len());
+    let line = req.method.as_str().len() + target + 12;
     req.headers.iter().fold(line, |n, (k, v)| n + k.as_str().len() + v.len() + 4)
 }
 

@@ -91,6 +91,7 @@ use tokio::task::{JoinHandle, JoinSet};
 
 use crate::{Error, Result};
 use handler::Site;
+pub use os::raise_open_files;
 pub use stores::{list_stores, ListedStore};
 
 /// The embedded-asset lookup: a path such as `index.html` or

@@ -7,8 +7,14 @@ use tokio::net::TcpSocket;
 
 cfg_if::cfg_if! {
     if #[cfg(unix)] {
-        /// Raise the soft `RLIMIT_NOFILE` towards `wanted`, as far as the hard
-        /// limit allows; returns the soft limit now in force, if known.
+        /// Raise the process's soft open-file limit (`RLIMIT_NOFILE`) towards
+        /// `wanted`, as far as the hard limit allows, and return the soft
+        /// limit now in force, if known. [`start`](super::start) does this for
+        /// the server; a client holding many connections may want it too.
+        ///
+        /// ```
+        /// assert!(zrecord::serve::raise_open_files(1024).is_none_or(|n| n > 0));
+        /// ```
         pub fn raise_open_files(wanted: u64) -> Option<u64> {
             rlimit::increase_nofile_limit(wanted).ok()
         }
@@ -20,7 +26,7 @@ cfg_if::cfg_if! {
             socket.set_reuseaddr(true)
         }
     } else {
-        /// No per-process descriptor limit to raise here.
+        /// No per-process descriptor limit to raise here: `None`.
         pub fn raise_open_files(_wanted: u64) -> Option<u64> {
             None
         }
