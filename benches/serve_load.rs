@@ -5,17 +5,20 @@
 //! 1,000 concurrent clients. The client is tokio + hyper, on this process's
 //! runtime; both servers run as their own processes on 127.0.0.1 (nginx with
 //! 2 workers, CORS headers as in TOOLCHAIN.md, no access log; `zrecord
-//! serve` with its defaults). Rows alternate between the servers round by
-//! round, so a busy machine hurts both alike. Every answer is checked: a
-//! status other than 206, a wrong body or a failed connection is an error.
+//! serve` with its defaults). Rounds alternate between the servers, so a
+//! busy machine hurts both alike; req/s is the median over rounds, and the
+//! ratio to nginx the median of per-round ratios. The servers' CPU time per
+//! answer (from /proc) is reported too: on a shared machine it is steadier
+//! than req/s. Every answer is checked: a status other than 206, a wrong
+//! body or a failed connection is an error.
 //!
 //! Then the memory 1,000 idle connections cost each server: resident memory
 //! before and after 1,000 keep-alive connections that made one request and
 //! went quiet, and 1,000 more that sent half a request head.
 //!
 //! ```sh
-//! cargo bench --bench serve_load              # 3 rounds x 3 s per row
-//! cargo bench --bench serve_load -- --quick   # 1 round x 1 s per row
+//! cargo bench --bench serve_load              # 5 rounds x 2 s per row and server
+//! cargo bench --bench serve_load -- --quick   # 2 rounds x 0.5 s
 //! cargo bench --bench serve_load -- --secs 5 --rounds 2 --clients 50,1000
 //! ```
 
@@ -46,13 +49,13 @@ struct Args {
 }
 
 fn parse_args() -> Args {
-    let mut a = Args { secs: 3.0, rounds: 3, clients: vec![50, 200, 1000] };
+    let mut a = Args { secs: 2.0, rounds: 5, clients: vec![50, 200, 1000] };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
         match arg.as_str() {
             "--quick" => {
-                a.secs = 1.0;
-                a.rounds = 1;
+                a.secs = 0.5;
+                a.rounds = 2;
             }
             "--secs" => a.secs = it.next().and_then(|v| v.parse().ok()).expect("--secs S"),
             "--rounds" => a.rounds = it.next().and_then(|v| v.parse().ok()).expect("--rounds N"),
@@ -95,13 +98,35 @@ impl Drop for Server {
 }
 
 impl Server {
-    /// Resident memory of the server: the process and its children (nginx's
-    /// workers), in bytes.
-    fn rss(&self) -> u64 {
+    /// The server's processes: itself and its children (nginx's workers).
+    fn pids(&self) -> Vec<String> {
         let pid = self.child.id();
-        let children = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
-        std::iter::once(pid.to_string())
-            .chain(children.split_whitespace().map(str::to_owned))
+        let children =
+            std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
+        std::iter::once(pid.to_string()).chain(children.split_whitespace().map(str::to_owned)).collect()
+    }
+
+    /// CPU time the server has used (user + system, all threads), in seconds.
+    fn cpu_secs(&self) -> f64 {
+        let ticks: u64 = self
+            .pids()
+            .iter()
+            .map(|p| {
+                let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default();
+                // Fields after the command name: state is field 3, utime 14, stime 15.
+                let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+                let f: Vec<&str> = rest.split_whitespace().collect();
+                f.get(11).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0)
+                    + f.get(12).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0)
+            })
+            .sum();
+        ticks as f64 / 100.0
+    }
+
+    /// Resident memory of the server, in bytes.
+    fn rss(&self) -> u64 {
+        self.pids()
+            .iter()
             .map(|p| {
                 let status = std::fs::read_to_string(format!("/proc/{p}/status")).unwrap_or_default();
                 status
@@ -196,7 +221,9 @@ impl Rng {
     }
 }
 
-async fn connect(addr: SocketAddr) -> Result<SendRequest<Empty<Bytes>>, Box<dyn std::error::Error + Send + Sync>> {
+async fn connect(
+    addr: SocketAddr,
+) -> Result<SendRequest<Empty<Bytes>>, Box<dyn std::error::Error + Send + Sync>> {
     let stream = TcpStream::connect(addr).await?;
     stream.set_nodelay(true)?;
     let (send, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
@@ -226,20 +253,36 @@ struct Sample {
     ok: u64,
     errors: u64,
     secs: f64,
+    /// Server CPU seconds spent.
+    cpu: f64,
+    /// req/s of each round.
+    rounds: Vec<f64>,
     /// Latency of every correct answer, in microseconds.
     lat_us: Vec<u32>,
 }
 
 impl Sample {
     fn add(&mut self, o: Sample) {
+        self.rounds.push(o.rps());
         self.ok += o.ok;
         self.errors += o.errors;
         self.secs += o.secs;
+        self.cpu += o.cpu;
         self.lat_us.extend(o.lat_us);
     }
 
     fn rps(&self) -> f64 {
         self.ok as f64 / self.secs
+    }
+
+    /// Median over rounds of req/s.
+    fn median_rps(&self) -> f64 {
+        median(self.rounds.clone())
+    }
+
+    /// Server CPU time per answer, in microseconds.
+    fn cpu_us(&self) -> f64 {
+        self.cpu * 1e6 / self.ok as f64
     }
 
     fn pct_ms(&mut self, p: f64) -> f64 {
@@ -249,6 +292,15 @@ impl Sample {
         }
         let i = ((self.lat_us.len() - 1) as f64 * p).round() as usize;
         f64::from(self.lat_us[i]) / 1e3
+    }
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
     }
 }
 
@@ -363,7 +415,9 @@ fn main() {
             let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
             for k in order {
                 let seed = (clients * 1000 + round) as u64;
-                let s = rt.block_on(drive(servers[k].addr, clients, args.secs, Arc::clone(&data), seed));
+                let cpu0 = servers[k].cpu_secs();
+                let mut s = rt.block_on(drive(servers[k].addr, clients, args.secs, Arc::clone(&data), seed));
+                s.cpu = servers[k].cpu_secs() - cpu0;
                 samples[k].add(s);
             }
         }
@@ -371,23 +425,34 @@ fn main() {
     }
 
     println!();
-    println!("| clients | server | req/s | p50 ms | p99 ms | errors | req/s vs nginx | p99 vs nginx |");
-    println!("|---:|---|---:|---:|---:|---:|---:|---:|");
+    println!(
+        "| clients | server | req/s | p50 ms | p99 ms | errors | server CPU µs/req | req/s vs nginx | p99 vs nginx | CPU/req vs nginx |"
+    );
+    println!("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|");
     let mut failed = Vec::new();
     for (clients, mut samples) in rows {
-        let nginx_rps = samples[1].rps();
+        // Ratios are medians of per-round ratios: a busy moment on a shared
+        // machine hits one round of both servers, not one server.
+        let r_rps = median(samples[0].rounds.iter().zip(&samples[1].rounds).map(|(a, b)| a / b).collect());
         let nginx_p99 = samples[1].pct_ms(0.99);
+        let nginx_cpu = samples[1].cpu_us();
         for (k, s) in samples.iter_mut().enumerate() {
             let (p50, p99) = (s.pct_ms(0.5), s.pct_ms(0.99));
-            let (r_rps, r_p99) = (s.rps() / nginx_rps, p99 / nginx_p99);
-            let ratios = if k == 0 { (format!("{r_rps:.2}x"), format!("{r_p99:.2}x")) } else { ("–".into(), "–".into()) };
+            let (r_p99, r_cpu) = (p99 / nginx_p99, s.cpu_us() / nginx_cpu);
+            let ratios = if k == 0 {
+                [format!("{r_rps:.2}x"), format!("{r_p99:.2}x"), format!("{r_cpu:.2}x")]
+            } else {
+                ["–".into(), "–".into(), "–".into()]
+            };
             println!(
-                "| {clients} | {} | {:.0} | {p50:.2} | {p99:.2} | {} | {} | {} |",
+                "| {clients} | {} | {:.0} | {p50:.2} | {p99:.2} | {} | {:.1} | {} | {} | {} |",
                 servers[k].name,
-                s.rps(),
+                s.median_rps(),
                 s.errors,
-                ratios.0,
-                ratios.1
+                s.cpu_us(),
+                ratios[0],
+                ratios[1],
+                ratios[2]
             );
             if k == 0 {
                 if s.errors > 0 {

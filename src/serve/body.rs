@@ -6,12 +6,14 @@
 
 use std::fs::File;
 use std::future::Future as _;
-use std::io::{self, Read, Seek, SeekFrom};
+use std::io;
 use std::pin::Pin;
 use std::task::{ready, Context, Poll};
 
 use hyper::body::{Bytes, Frame, SizeHint};
 use tokio::task::JoinHandle;
+
+use super::os::read_exact_at;
 
 /// Ranges up to this size are read inline, before the response starts.
 const INLINE: u64 = 64 * 1024;
@@ -49,14 +51,13 @@ impl Body {
     /// # Errors
     /// A small range is read here: any read error, or `UnexpectedEof` if
     /// the file is shorter than its metadata said.
-    pub fn file(mut file: File, start: u64, len: u64) -> io::Result<Self> {
+    pub fn file(file: File, start: u64, len: u64) -> io::Result<Self> {
         if len == 0 {
             return Ok(Body::empty());
         }
         if len <= INLINE {
-            file.seek(SeekFrom::Start(start))?;
             let mut buf = vec![0u8; len as usize];
-            file.read_exact(&mut buf)?;
+            read_exact_at(&file, &mut buf, start)?;
             return Ok(Body::bytes(buf));
         }
         Ok(Body(Kind::File(FileChunks { file: Some(file), pos: start, remaining: len, reading: None })))
@@ -81,14 +82,13 @@ impl FileChunks {
             return Poll::Ready(None);
         }
         if self.reading.is_none() {
-            let Some(mut file) = self.file.take() else {
+            let Some(file) = self.file.take() else {
                 return Poll::Ready(Some(Err(io::Error::other("file body polled after an error"))));
             };
             let (pos, n) = (self.pos, self.remaining.min(CHUNK));
             self.reading = Some(tokio::task::spawn_blocking(move || {
-                file.seek(SeekFrom::Start(pos))?;
                 let mut buf = vec![0u8; n as usize];
-                file.read_exact(&mut buf)?;
+                read_exact_at(&file, &mut buf, pos)?;
                 Ok((file, buf))
             }));
         }

@@ -3,8 +3,11 @@
 //! Serves a directory of stores over HTTP/1.1 so the remote reader and the
 //! web viewer can read them exactly as they would from S3 or nginx: single
 //! byte ranges, strong ETags, CORS on every response, no compression.
-//! HTTP/1.1 itself is hyper's, on a tokio runtime the server owns; what is
-//! served, and how, is decided in `handler.rs`.
+//! HTTP/1.1 itself is hyper's. The server owns its threads: one per core, each
+//! a single-threaded tokio event loop accepting from the shared socket and
+//! serving its own connections (nginx's worker model, with no work-stealing
+//! hand-offs on the hot path). What is served, and how, is decided in
+//! `handler.rs`.
 //!
 //! # What is served, in order of precedence
 //!
@@ -61,12 +64,13 @@
 //! # Security
 //!
 //! Paths are checked after percent-decoding: `..`, `.`, empty segments,
-//! encoded `/` or `\`, backslashes and NUL are refused with `403`. The file
-//! path is then canonicalized and must lie under the canonical root, so a
-//! symlink inside the root pointing outside it is refused too (`403`). The
-//! check and the `open` are not atomic: someone who can rename directories
-//! inside the root while it is served could race it. This is a development
-//! server; serve trusted directories.
+//! encoded `/` or `\`, backslashes and NUL are refused with `403`. The path
+//! is then walked down from the canonical root, and every symlink on it must
+//! resolve under the root, so a symlink inside the root pointing outside it
+//! is refused too (`403`). The check and the `open` are not atomic: someone
+//! who can rename directories inside the root while it is served could race
+//! it. Whoever can write the root can do that; a downloaded folder's
+//! *content* is another matter, and is never run (see above).
 
 mod body;
 mod conn;
@@ -85,9 +89,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::net::{TcpListener, TcpSocket};
-use tokio::runtime::Runtime;
 use tokio::sync::{watch, Semaphore};
-use tokio::task::{JoinHandle, JoinSet};
+use tokio::task::JoinSet;
 
 use crate::{Error, Result};
 use handler::Site;
@@ -139,7 +142,7 @@ pub struct ServeConfig {
     /// keep-alive requests, or a client that stopped reading) before it is
     /// closed.
     pub idle_timeout: Duration,
-    /// Worker threads of the server's runtime; 0 is one per core.
+    /// Event-loop threads; 0 is one per core.
     pub threads: usize,
     /// How many directory levels below the root `/api/stores` looks.
     pub store_depth: usize,
@@ -189,6 +192,8 @@ pub(crate) struct Shared {
     head_timeout: Duration,
     idle_timeout: Duration,
     counts: Arc<Counts>,
+    /// One per connection, up to [`ServeConfig::max_connections`].
+    permits: Arc<Semaphore>,
 }
 
 /// Connection counters, read through [`ServerHandle::stats`].
@@ -235,19 +240,23 @@ pub fn start(cfg: ServeConfig) -> Result<ServerHandle> {
         .collect();
     let max_connections = cfg.max_connections.max(1);
     os::raise_open_files(max_connections as u64 + 256);
-    let mut rt = tokio::runtime::Builder::new_multi_thread();
-    if cfg.threads > 0 {
-        rt.worker_threads(cfg.threads);
-    }
-    let rt = rt
-        .thread_name("zrecord-serve")
-        .enable_io()
-        .enable_time()
-        .build()
-        .map_err(|e| Error::io(&hostport, "start the server runtime", e))?;
+    let threads = match cfg.threads {
+        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        n => n,
+    };
+    let runtime = || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_io()
+            .enable_time()
+            .build()
+            .map_err(|e| Error::io(&hostport, "start the server runtime", e))
+    };
+    // The first loop's runtime binds the socket (tokio sets the backlog);
+    // every loop then accepts from its own registration of that socket.
+    let first = runtime()?;
     let listener = {
-        let _in_runtime = rt.enter();
-        bind(&addrs).map_err(|e| Error::io(&hostport, "bind", e))?
+        let _in_runtime = first.enter();
+        bind(&addrs).and_then(TcpListener::into_std).map_err(|e| Error::io(&hostport, "bind", e))?
     };
     let addr = listener.local_addr().map_err(|e| Error::io(&hostport, "bind", e))?;
     let (stop, stopped) = watch::channel(false);
@@ -258,15 +267,35 @@ pub fn start(cfg: ServeConfig) -> Result<ServerHandle> {
         head_timeout: cfg.head_timeout,
         idle_timeout: cfg.idle_timeout,
         counts: Arc::clone(&counts),
+        permits: Arc::new(Semaphore::new(max_connections)),
     });
-    let task = rt.spawn(accept_loop(listener, shared, max_connections, stopped));
-    Ok(ServerHandle {
-        addr,
-        stopper: Stopper { stop: Arc::new(stop) },
-        counts,
-        runtime: Some(rt),
-        task: Some(task),
-    })
+    let mut loops = Vec::with_capacity(threads);
+    let mut rt = Some(first);
+    for i in 0..threads {
+        let rt = match rt.take() {
+            Some(rt) => rt,
+            None => runtime()?,
+        };
+        let socket = listener.try_clone().map_err(|e| Error::io(&hostport, "bind", e))?;
+        let (shared, stopped) = (Arc::clone(&shared), stopped.clone());
+        let spawned = std::thread::Builder::new().name(format!("zrecord-serve-{i}")).spawn(move || {
+            rt.block_on(async move {
+                match TcpListener::from_std(socket) {
+                    Ok(l) => accept_loop(l, shared, stopped).await,
+                    Err(e) => eprintln!("zrecord serve: listen: {e}"),
+                }
+            });
+            rt.shutdown_timeout(Duration::from_secs(1));
+        });
+        match spawned {
+            Ok(t) => loops.push(t),
+            Err(e) => {
+                stop.send_replace(true);
+                return Err(Error::io(&hostport, "spawn server thread", e));
+            }
+        }
+    }
+    Ok(ServerHandle { addr, stopper: Stopper { stop: Arc::new(stop) }, counts, loops })
 }
 
 /// Listen on the first of `addrs` that binds.
@@ -293,8 +322,7 @@ pub struct ServerHandle {
     addr: SocketAddr,
     stopper: Stopper,
     counts: Arc<Counts>,
-    runtime: Option<Runtime>,
-    task: Option<JoinHandle<()>>,
+    loops: Vec<std::thread::JoinHandle<()>>,
 }
 
 impl ServerHandle {
@@ -329,13 +357,13 @@ impl ServerHandle {
         self.stopper.clone()
     }
 
-    /// Block until the server stops (through a [`Stopper`]), then end its
-    /// runtime.
+    /// Block until the server stops (through a [`Stopper`]) and its threads
+    /// end.
     pub fn wait(mut self) {
         self.join();
     }
 
-    /// Stop accepting, close every connection and end the runtime.
+    /// Stop accepting, close every connection and end the threads.
     /// Responses being written are cut off.
     pub fn shutdown(mut self) {
         self.stopper.stop();
@@ -343,9 +371,8 @@ impl ServerHandle {
     }
 
     fn join(&mut self) {
-        if let (Some(rt), Some(task)) = (self.runtime.take(), self.task.take()) {
-            let _ = rt.block_on(task);
-            rt.shutdown_timeout(Duration::from_secs(1));
+        for t in self.loops.drain(..) {
+            let _ = t.join();
         }
     }
 }
@@ -371,13 +398,8 @@ impl Stopper {
     }
 }
 
-async fn accept_loop(
-    listener: TcpListener,
-    shared: Arc<Shared>,
-    max_connections: usize,
-    mut stopped: watch::Receiver<bool>,
-) {
-    let permits = Arc::new(Semaphore::new(max_connections));
+/// One event loop: accept, serve what it accepted, until stopped.
+async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, mut stopped: watch::Receiver<bool>) {
     let mut conns = JoinSet::new();
     loop {
         while conns.try_join_next().is_some() {}
@@ -398,7 +420,7 @@ async fn accept_loop(
             }
         };
         let _ = stream.set_nodelay(true);
-        match Arc::clone(&permits).try_acquire_owned() {
+        match Arc::clone(&shared.permits).try_acquire_owned() {
             Ok(permit) => {
                 shared.counts.accepted.fetch_add(1, Ordering::Relaxed);
                 let sh = Arc::clone(&shared);

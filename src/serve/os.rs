@@ -1,7 +1,9 @@
 //! The server's platform-specific calls, all here: the open-file limit (every
 //! connection holds a socket, and thousands of them must not fail at a
-//! default soft limit of 1024) and the listening socket's address reuse.
+//! default soft limit of 1024), positioned reads, and the listening socket's
+//! address reuse.
 
+use std::fs::File;
 use std::io;
 use tokio::net::TcpSocket;
 
@@ -19,6 +21,11 @@ cfg_if::cfg_if! {
             rlimit::increase_nofile_limit(wanted).ok()
         }
 
+        /// Fill `buf` from `file` at `offset`: one `pread`, no seek.
+        pub fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<()> {
+            std::os::unix::fs::FileExt::read_exact_at(file, buf, offset)
+        }
+
         /// Rebind a port whose last connections are still in TIME_WAIT (as
         /// std's `TcpListener::bind` does on unix); a port someone listens
         /// on stays refused.
@@ -29,6 +36,13 @@ cfg_if::cfg_if! {
         /// No per-process descriptor limit to raise here: `None`.
         pub fn raise_open_files(_wanted: u64) -> Option<u64> {
             None
+        }
+
+        /// Fill `buf` from `file` at `offset` (seek, then read).
+        pub fn read_exact_at(mut file: &File, buf: &mut [u8], offset: u64) -> io::Result<()> {
+            use std::io::{Read as _, Seek as _};
+            file.seek(io::SeekFrom::Start(offset))?;
+            file.read_exact(buf)
         }
 
         /// On Windows `SO_REUSEADDR` would let two servers share a port: left off.
