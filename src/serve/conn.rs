@@ -99,6 +99,9 @@ impl Activity {
 struct Watched {
     inner: TcpStream,
     activity: Arc<Activity>,
+    /// The client closed its side: a `shutdown` call would only cost a
+    /// syscall before the socket is closed anyway.
+    eof: bool,
 }
 
 impl AsyncRead for Watched {
@@ -107,10 +110,14 @@ impl AsyncRead for Watched {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        let before = buf.filled().len();
+        let (before, room) = (buf.filled().len(), buf.remaining());
         let r = Pin::new(&mut self.inner).poll_read(cx, buf);
-        if matches!(r, Poll::Ready(Ok(()))) && buf.filled().len() > before {
-            self.activity.read();
+        if matches!(r, Poll::Ready(Ok(()))) {
+            if buf.filled().len() > before {
+                self.activity.read();
+            } else if room > 0 {
+                self.eof = true;
+            }
         }
         r
     }
@@ -146,6 +153,9 @@ impl AsyncWrite for Watched {
     }
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        if self.eof {
+            return Poll::Ready(Ok(()));
+        }
         Pin::new(&mut self.inner).poll_shutdown(cx)
     }
 }
@@ -154,7 +164,7 @@ impl AsyncWrite for Watched {
 /// or it breaks.
 pub(crate) async fn serve(stream: TcpStream, peer: SocketAddr, shared: Arc<Shared>) {
     let activity = Arc::new(Activity::new());
-    let io = TokioIo::new(Watched { inner: stream, activity: Arc::clone(&activity) });
+    let io = TokioIo::new(Watched { inner: stream, activity: Arc::clone(&activity), eof: false });
     let (head_timeout, idle_timeout, verbose) = (shared.head_timeout, shared.idle_timeout, shared.verbose);
     let act = Arc::clone(&activity);
     let service = service_fn(move |req: Request<Incoming>| {
