@@ -3,10 +3,8 @@
 //! Serves a directory of stores over HTTP/1.1 so the remote reader and the
 //! web viewer can read them exactly as they would from S3 or nginx: single
 //! byte ranges, strong ETags, CORS on every response, no compression.
-//! HTTP/1.1 itself is hyper's. The server owns its threads: one per core, each
-//! a single-threaded tokio event loop accepting from the shared socket and
-//! serving its own connections (nginx's worker model, with no work-stealing
-//! hand-offs on the hot path). What is served, and how, is decided in
+//! HTTP/1.1 itself is hyper's, on a multi-threaded tokio runtime the server
+//! owns (one worker per core); what is served, and how, is decided in
 //! `handler.rs`.
 //!
 //! # What is served, in order of precedence
@@ -89,8 +87,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::net::{TcpListener, TcpSocket};
+use tokio::runtime::Runtime;
 use tokio::sync::{watch, Semaphore};
-use tokio::task::JoinSet;
+use tokio::task::{JoinHandle, JoinSet};
 
 use crate::{Error, Result};
 use handler::Site;
@@ -142,7 +141,7 @@ pub struct ServeConfig {
     /// keep-alive requests, or a client that stopped reading) before it is
     /// closed.
     pub idle_timeout: Duration,
-    /// Event-loop threads; 0 is one per core.
+    /// Worker threads of the server's runtime; 0 is one per core.
     pub threads: usize,
     /// How many directory levels below the root `/api/stores` looks.
     pub store_depth: usize,
@@ -192,8 +191,6 @@ pub(crate) struct Shared {
     head_timeout: Duration,
     idle_timeout: Duration,
     counts: Arc<Counts>,
-    /// One per connection, up to [`ServeConfig::max_connections`].
-    permits: Arc<Semaphore>,
 }
 
 /// Connection counters, read through [`ServerHandle::stats`].
@@ -240,23 +237,19 @@ pub fn start(cfg: ServeConfig) -> Result<ServerHandle> {
         .collect();
     let max_connections = cfg.max_connections.max(1);
     os::raise_open_files(max_connections as u64 + 256);
-    let threads = match cfg.threads {
-        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
-        n => n,
-    };
-    let runtime = || {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_io()
-            .enable_time()
-            .build()
-            .map_err(|e| Error::io(&hostport, "start the server runtime", e))
-    };
-    // The first loop's runtime binds the socket (tokio sets the backlog);
-    // every loop then accepts from its own registration of that socket.
-    let first = runtime()?;
+    let mut rt = tokio::runtime::Builder::new_multi_thread();
+    if cfg.threads > 0 {
+        rt.worker_threads(cfg.threads);
+    }
+    let rt = rt
+        .thread_name("zrecord-serve")
+        .enable_io()
+        .enable_time()
+        .build()
+        .map_err(|e| Error::io(&hostport, "start the server runtime", e))?;
     let listener = {
-        let _in_runtime = first.enter();
-        bind(&addrs).and_then(TcpListener::into_std).map_err(|e| Error::io(&hostport, "bind", e))?
+        let _in_runtime = rt.enter();
+        bind(&addrs).map_err(|e| Error::io(&hostport, "bind", e))?
     };
     let addr = listener.local_addr().map_err(|e| Error::io(&hostport, "bind", e))?;
     let (stop, stopped) = watch::channel(false);
@@ -267,35 +260,15 @@ pub fn start(cfg: ServeConfig) -> Result<ServerHandle> {
         head_timeout: cfg.head_timeout,
         idle_timeout: cfg.idle_timeout,
         counts: Arc::clone(&counts),
-        permits: Arc::new(Semaphore::new(max_connections)),
     });
-    let mut loops = Vec::with_capacity(threads);
-    let mut rt = Some(first);
-    for i in 0..threads {
-        let rt = match rt.take() {
-            Some(rt) => rt,
-            None => runtime()?,
-        };
-        let socket = listener.try_clone().map_err(|e| Error::io(&hostport, "bind", e))?;
-        let (shared, stopped) = (Arc::clone(&shared), stopped.clone());
-        let spawned = std::thread::Builder::new().name(format!("zrecord-serve-{i}")).spawn(move || {
-            rt.block_on(async move {
-                match TcpListener::from_std(socket) {
-                    Ok(l) => accept_loop(l, shared, stopped).await,
-                    Err(e) => eprintln!("zrecord serve: listen: {e}"),
-                }
-            });
-            rt.shutdown_timeout(Duration::from_secs(1));
-        });
-        match spawned {
-            Ok(t) => loops.push(t),
-            Err(e) => {
-                stop.send_replace(true);
-                return Err(Error::io(&hostport, "spawn server thread", e));
-            }
-        }
-    }
-    Ok(ServerHandle { addr, stopper: Stopper { stop: Arc::new(stop) }, counts, loops })
+    let task = rt.spawn(accept_loop(listener, shared, max_connections, stopped));
+    Ok(ServerHandle {
+        addr,
+        stopper: Stopper { stop: Arc::new(stop) },
+        counts,
+        runtime: Some(rt),
+        task: Some(task),
+    })
 }
 
 /// Listen on the first of `addrs` that binds.
@@ -322,7 +295,8 @@ pub struct ServerHandle {
     addr: SocketAddr,
     stopper: Stopper,
     counts: Arc<Counts>,
-    loops: Vec<std::thread::JoinHandle<()>>,
+    runtime: Option<Runtime>,
+    task: Option<JoinHandle<()>>,
 }
 
 impl ServerHandle {
@@ -357,13 +331,13 @@ impl ServerHandle {
         self.stopper.clone()
     }
 
-    /// Block until the server stops (through a [`Stopper`]) and its threads
-    /// end.
+    /// Block until the server stops (through a [`Stopper`]), then end its
+    /// runtime.
     pub fn wait(mut self) {
         self.join();
     }
 
-    /// Stop accepting, close every connection and end the threads.
+    /// Stop accepting, close every connection and end the runtime.
     /// Responses being written are cut off.
     pub fn shutdown(mut self) {
         self.stopper.stop();
@@ -371,8 +345,9 @@ impl ServerHandle {
     }
 
     fn join(&mut self) {
-        for t in self.loops.drain(..) {
-            let _ = t.join();
+        if let (Some(rt), Some(task)) = (self.runtime.take(), self.task.take()) {
+            let _ = rt.block_on(task);
+            rt.shutdown_timeout(Duration::from_secs(1));
         }
     }
 }
@@ -398,8 +373,13 @@ impl Stopper {
     }
 }
 
-/// One event loop: accept, serve what it accepted, until stopped.
-async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, mut stopped: watch::Receiver<bool>) {
+async fn accept_loop(
+    listener: TcpListener,
+    shared: Arc<Shared>,
+    max_connections: usize,
+    mut stopped: watch::Receiver<bool>,
+) {
+    let permits = Arc::new(Semaphore::new(max_connections));
     let mut conns = JoinSet::new();
     loop {
         while conns.try_join_next().is_some() {}
@@ -420,7 +400,7 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, mut stopped: wa
             }
         };
         let _ = stream.set_nodelay(true);
-        match Arc::clone(&shared.permits).try_acquire_owned() {
+        match Arc::clone(&permits).try_acquire_owned() {
             Ok(permit) => {
                 shared.counts.accepted.fetch_add(1, Ordering::Relaxed);
                 let sh = Arc::clone(&shared);
