@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::UNIX_EPOCH;
 
-use hyper::header::{self, HeaderName, HeaderValue};
+use hyper::header::{self, HeaderMap, HeaderName, HeaderValue};
 use hyper::http::request::Parts;
 use hyper::{Method, Response, StatusCode};
 
@@ -35,8 +35,10 @@ type Resp = Response<Body>;
 
 /// Answer one request (its body, if any, is never read).
 pub(crate) async fn respond(site: Arc<Site>, req: &Parts) -> Resp {
-    let mut resp = route(&site, req).await;
-    if has_body(req) || head_bytes(req) > MAX_HEAD_BYTES {
+    let oversized = head_bytes(req) > MAX_HEAD_BYTES;
+    let mut resp =
+        if oversized { text(StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE) } else { route(&site, req).await };
+    if oversized || has_body(req) {
         // hyper would read and discard the body; a static server has no use
         // for one, so the connection ends after this answer instead.
         resp.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
@@ -46,9 +48,6 @@ pub(crate) async fn respond(site: Arc<Site>, req: &Parts) -> Resp {
 }
 
 async fn route(site: &Arc<Site>, req: &Parts) -> Resp {
-    if head_bytes(req) > MAX_HEAD_BYTES {
-        return text(StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE);
-    }
     match req.method {
         Method::OPTIONS => {
             let mut r = status(StatusCode::NO_CONTENT);
@@ -271,6 +270,8 @@ fn serve_rep(req: &Parts, rep: &Rep, body: impl FnOnce(u64, u64) -> std::io::Res
         return text(StatusCode::INTERNAL_SERVER_ERROR);
     };
     let mut r = Response::new(b);
+    // Room for every header this answer and `common_headers` add, at once.
+    *r.headers_mut() = HeaderMap::with_capacity(16);
     *r.status_mut() = code;
     validators(&mut r);
     r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(rep.content_type));
