@@ -590,3 +590,41 @@ fn start_errors() {
     cfg.port = a.addr().port();
     assert!(matches!(serve::start(cfg), Err(zrecord::Error::Io { .. })));
 }
+
+#[test]
+fn slow_heads_and_idle_connections_are_closed() {
+    let mut cfg = ServeConfig::new(FIXTURES);
+    cfg.head_timeout = Duration::from_millis(1000);
+    cfg.idle_timeout = Duration::from_millis(2500);
+    let server = serve::start(cfg).unwrap();
+    let t0 = Instant::now();
+    // A head trickling in a byte at a time: the trickle does not extend it.
+    let mut slow = Conn::open(server.addr());
+    slow.r.get_mut().write_all(b"GET /dense-S5-raw/meta.zr HTTP/1.1\r\n").unwrap();
+    // Silent from the start: the head deadline runs from the accept.
+    let mut silent = Conn::open(server.addr());
+    // Idle after an answer: kept past the head timeout, closed at the idle one.
+    let mut idle = Conn::open(server.addr());
+    assert_eq!(idle.get("/dense-S5-raw/meta.zr", &[]).status, 200);
+    let mut slow_closed = false;
+    while t0.elapsed() < Duration::from_millis(1800) {
+        std::thread::sleep(Duration::from_millis(200));
+        if slow.r.get_mut().write_all(b"X").is_err() {
+            slow_closed = true;
+            break;
+        }
+    }
+    slow_closed = slow_closed || slow.closed();
+    assert!(slow_closed, "a trickled head outlived the head timeout");
+    assert!(silent.closed());
+    assert!(t0.elapsed() < Duration::from_millis(2400));
+    // Still open: a request goes through on the same connection.
+    assert_eq!(idle.get("/dense-S5-raw/meta.zr", &[]).status, 200);
+    let t1 = Instant::now();
+    assert!(idle.closed(), "the idle connection was never closed");
+    let waited = t1.elapsed();
+    assert!(
+        waited > Duration::from_millis(1500) && waited < Duration::from_secs(5),
+        "closed after {waited:?}"
+    );
+}
