@@ -12,6 +12,7 @@ use hyper::http::request::Parts;
 use hyper::{Method, Response, StatusCode};
 
 use super::body::Body;
+use super::os::inode;
 use super::path::{parse_url_path, resolve, NotServed, Refused};
 use super::range::{parse_range, RangeReply};
 use super::stores::stores_json;
@@ -160,16 +161,6 @@ fn serve_file(req: &Parts, file: File, meta: &Metadata, path: &Path) -> Resp {
     // to one of its files, it renders in an opaque origin with no script.
     resp.headers_mut().insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static("sandbox"));
     resp
-}
-
-#[cfg(unix)]
-fn inode(meta: &Metadata) -> u64 {
-    std::os::unix::fs::MetadataExt::ino(meta)
-}
-
-#[cfg(not(unix))]
-fn inode(_meta: &Metadata) -> u64 {
-    0
 }
 
 fn serve_asset(req: &Parts, bytes: Cow<'static, [u8]>, content_type: &'static str) -> Resp {

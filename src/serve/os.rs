@@ -1,9 +1,9 @@
 //! The server's platform-specific calls, all here: the open-file limit (every
 //! connection holds a socket, and thousands of them must not fail at a
-//! default soft limit of 1024), positioned reads, and the listening socket's
-//! address reuse.
+//! default soft limit of 1024), positioned reads, inode numbers for ETags,
+//! and the listening socket's address reuse.
 
-use std::fs::File;
+use std::fs::{File, Metadata};
 use std::io;
 use tokio::net::TcpSocket;
 
@@ -21,6 +21,12 @@ cfg_if::cfg_if! {
             rlimit::increase_nofile_limit(wanted).ok()
         }
 
+        /// The file's inode number, part of its ETag (a file replaced by
+        /// another of the same size and time still changes tag).
+        pub fn inode(meta: &Metadata) -> u64 {
+            std::os::unix::fs::MetadataExt::ino(meta)
+        }
+
         /// Fill `buf` from `file` at `offset`: one `pread`, no seek.
         pub fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<()> {
             std::os::unix::fs::FileExt::read_exact_at(file, buf, offset)
@@ -36,6 +42,11 @@ cfg_if::cfg_if! {
         /// No per-process descriptor limit to raise here: `None`.
         pub fn raise_open_files(_wanted: u64) -> Option<u64> {
             None
+        }
+
+        /// No inode number here: ETags use size and time alone.
+        pub fn inode(_meta: &Metadata) -> u64 {
+            0
         }
 
         /// Fill `buf` from `file` at `offset` (seek, then read).
