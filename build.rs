@@ -1,7 +1,8 @@
 //! Lists the web viewer's files (`www/`, and the wasm reader in `pkg/` built
 //! by `wasm-pack build --target web`) for `src/viewer_assets.rs` to embed.
 //!
-//! Only the `native` feature embeds them; other builds get an empty list.
+//! Only the `serve` feature embeds them; other builds (a library user
+//! reading stores, wasm32) get an empty list and watch no viewer files.
 //! `pkg/` is a build product and may be missing: the list then holds `www/`
 //! alone and the viewer page explains how to build the reader.
 
@@ -14,7 +15,7 @@ fn main() {
     println!("cargo:rerun-if-changed=build.rs");
 
     let mut files: Vec<(String, PathBuf)> = Vec::new();
-    if std::env::var_os("CARGO_FEATURE_NATIVE").is_some() {
+    if std::env::var_os("CARGO_FEATURE_SERVE").is_some() {
         println!("cargo:rerun-if-changed=www");
         collect(&root.join("www"), "", &mut files);
         let pkg = root.join("pkg");

@@ -189,6 +189,7 @@ export CORS_ACCESS_LOG=$n/logs/cors.log
 export FIXTURES=$fixtures
 export SCRATCH=$work/scratch
 export SCREENSHOTS=$shots
+export ZRECORD=$zrecord
 
 if [ "${1:-}" = "--serve" ]; then
   env | grep -E '^(VIEWER_URL|DEMO_VIEWER_URL|DEMO_DIR|ZRECORD|STORE_[A-Z]+|CORS_ACCESS_LOG|FIXTURES|SCRATCH|SCREENSHOTS)=' | sed 's/^/export /' > "$work/env.sh"

@@ -18,19 +18,24 @@ pub mod source;
 
 cfg_if::cfg_if! {
     if #[cfg(feature = "native")] {
-        pub mod demo;
         pub mod loader;
         pub mod reader;
         pub mod seal;
-        pub mod serve;
         pub mod sys;
         pub mod writer;
         pub mod train;
-        pub mod viewer_assets;
         pub use reader::{Backend, OpenOptions, Store};
         pub use writer::{CreateOptions, Writer};
     }
 }
+
+// The static server and what it serves: the viewer and the demo stores.
+#[cfg(feature = "serve")]
+pub mod demo;
+#[cfg(feature = "serve")]
+pub mod serve;
+#[cfg(feature = "serve")]
+pub mod viewer_assets;
 
 #[cfg(target_arch = "wasm32")]
 pub mod wasm;

@@ -1,33 +1,71 @@
-//! The operating-system calls that are Unix-only, in one place: positional
-//! file reads and writes (`pread`/`pwrite`, no shared cursor, so threads share
-//! one `File`) and the allocated size of a file.
+//! The platform-specific file calls, in one place: positional reads and
+//! writes (`pread`/`pwrite`: no shared cursor, so threads share one `File`),
+//! the allocated size of a file, and its inode number. Unix has them all;
+//! elsewhere each falls back to what the platform offers.
 
 use std::fs::{File, Metadata};
 use std::io;
-use std::os::unix::fs::{FileExt, MetadataExt};
 
-/// Read exactly `buf.len()` bytes of `file` at `offset`.
-///
-/// # Errors
-/// The read's error, `UnexpectedEof` when the file ends first.
-pub fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<()> {
-    file.read_exact_at(buf, offset)
-}
+cfg_if::cfg_if! {
+    if #[cfg(unix)] {
+        use std::os::unix::fs::{FileExt, MetadataExt};
 
-/// Write all of `buf` to `file` at `offset`.
-///
-/// # Errors
-/// The write's error.
-pub fn write_all_at(file: &File, buf: &[u8], offset: u64) -> io::Result<()> {
-    file.write_all_at(buf, offset)
-}
+        /// Read exactly `buf.len()` bytes of `file` at `offset`.
+        ///
+        /// # Errors
+        /// The read's error, `UnexpectedEof` when the file ends first.
+        pub fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<()> {
+            file.read_exact_at(buf, offset)
+        }
 
-/// Bytes the file system allocated for a file (sparse files hold fewer).
-pub fn allocated_bytes(meta: &Metadata) -> u64 {
-    meta.blocks() * 512
-}
+        /// Write all of `buf` to `file` at `offset`.
+        ///
+        /// # Errors
+        /// The write's error.
+        pub fn write_all_at(file: &File, buf: &[u8], offset: u64) -> io::Result<()> {
+            file.write_all_at(buf, offset)
+        }
 
-/// The file's inode number (part of a strong ETag).
-pub fn inode(meta: &Metadata) -> u64 {
-    meta.ino()
+        /// Bytes the file system allocated for a file (sparse files hold fewer).
+        pub fn allocated_bytes(meta: &Metadata) -> u64 {
+            meta.blocks() * 512
+        }
+
+        /// The file's inode number (part of a strong ETag: a file replaced by
+        /// another of the same size and time still changes tag).
+        pub fn inode(meta: &Metadata) -> u64 {
+            meta.ino()
+        }
+    } else {
+        use std::io::{Read as _, Seek as _, Write as _};
+
+        /// Read exactly `buf.len()` bytes of `file` at `offset` (seek, then read:
+        /// callers must not share the file between threads here).
+        ///
+        /// # Errors
+        /// The read's error, `UnexpectedEof` when the file ends first.
+        pub fn read_exact_at(mut file: &File, buf: &mut [u8], offset: u64) -> io::Result<()> {
+            file.seek(io::SeekFrom::Start(offset))?;
+            file.read_exact(buf)
+        }
+
+        /// Write all of `buf` to `file` at `offset` (seek, then write).
+        ///
+        /// # Errors
+        /// The write's error.
+        pub fn write_all_at(mut file: &File, buf: &[u8], offset: u64) -> io::Result<()> {
+            file.seek(io::SeekFrom::Start(offset))?;
+            file.write_all(buf)
+        }
+
+        /// The file's length (no allocation count here).
+        pub fn allocated_bytes(meta: &Metadata) -> u64 {
+            meta.len()
+        }
+
+        /// No inode number here: ETags use size and time alone.
+        pub fn inode(_meta: &Metadata) -> u64 {
+            0
+        }
+    }
 }

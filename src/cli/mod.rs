@@ -17,6 +17,7 @@
 
 mod checksum;
 mod common;
+#[cfg(feature = "serve")]
 mod demo;
 mod export;
 mod get;
@@ -27,6 +28,7 @@ mod recode;
 mod records;
 mod sample;
 mod seal;
+#[cfg(feature = "serve")]
 mod serve;
 mod train_dict;
 mod values;
@@ -72,10 +74,13 @@ enum Command {
     /// Train a zstd dictionary from a store or a .npy file.
     TrainDict(train_dict::Args),
     /// Write small demo stores and serve them with the web viewer.
+    #[cfg(feature = "serve")]
     Demo(demo::Args),
     /// Serve a directory of stores over HTTP with the web viewer, until Ctrl-C.
+    #[cfg(feature = "serve")]
     Serve(serve::ServeArgs),
     /// Serve one store with the web viewer and print its link, until Ctrl-C.
+    #[cfg(feature = "serve")]
     View(serve::ViewArgs),
 }
 
@@ -94,8 +99,11 @@ pub fn main() -> ExitCode {
         Command::Verify(a) => verify::run(&ctx, a),
         Command::Seal(a) => seal::run(&ctx, a),
         Command::TrainDict(a) => train_dict::run(&ctx, a),
+        #[cfg(feature = "serve")]
         Command::Demo(a) => demo::run(&ctx, a),
+        #[cfg(feature = "serve")]
         Command::Serve(a) => serve::run_serve(&ctx, a),
+        #[cfg(feature = "serve")]
         Command::View(a) => serve::run_view(&ctx, a),
     };
     match result {

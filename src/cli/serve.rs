@@ -40,6 +40,9 @@ pub struct Net {
     /// Log every request on stderr.
     #[arg(short, long)]
     verbose: bool,
+    /// Most connections held at once; one more is answered 503.
+    #[arg(long, value_name = "N", default_value_t = serve::MAX_CONNECTIONS)]
+    max_connections: usize,
     /// Serve the viewer's files from this source checkout (its www/ and pkg/),
     /// re-read on every request: for working on the viewer.
     #[arg(long, value_name = "CHECKOUT", hide = true)]
@@ -136,6 +139,7 @@ pub fn start(ctx: &Ctx, root: &Path, net: &Net) -> CliResult<ServerHandle> {
         c.host.clone_from(&net.host);
         c.port = port;
         c.verbose = net.verbose;
+        c.max_connections = net.max_connections;
         c.assets = Some(match &net.viewer_dir {
             Some(checkout) => viewer_assets_from(checkout.clone()),
             None => viewer_assets(),

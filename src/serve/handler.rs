@@ -1,19 +1,24 @@
-//! From a parsed request to a response: routing, conditional requests,
-//! ranges and content types. No socket code here.
+//! From a request head to a response: routing, the viewer-first precedence,
+//! conditional requests, ranges and content types. No socket code here.
 
 use std::borrow::Cow;
 use std::fs::{File, Metadata};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::UNIX_EPOCH;
 
-use super::date::http_date;
-use super::http::{Body, Request, Response};
-use super::path::{parse_url_path, resolve, target_path, NotServed, Refused};
+use hyper::header::{self, HeaderMap, HeaderName, HeaderValue};
+use hyper::http::request::Parts;
+use hyper::{Method, Response, StatusCode};
+
+use super::body::Body;
+use super::path::{parse_url_path, resolve, NotServed, Refused};
 use super::range::{parse_range, RangeReply};
 use super::stores::stores_json;
 use super::Assets;
+use crate::sys::inode;
 
-/// What every connection thread shares.
+/// What every connection shares.
 pub(crate) struct Site {
     /// Canonical root directory.
     pub root: PathBuf,
@@ -21,74 +26,144 @@ pub(crate) struct Site {
     pub store_depth: usize,
 }
 
+/// Most bytes a request line plus headers may take (hyper's own buffer
+/// limit sits above it, so the answer here can carry the CORS headers).
+pub(crate) const MAX_HEAD_BYTES: usize = 16 * 1024;
+
 const ALLOW: &str = "GET, HEAD, OPTIONS";
 
-/// Answer one request.
-pub(crate) fn respond(site: &Site, req: &Request) -> Response {
-    match req.method.as_str() {
-        "OPTIONS" => {
-            return Response::new(204)
-                .header("Allow", ALLOW)
-                .header("Access-Control-Allow-Methods", ALLOW)
-                .header("Access-Control-Max-Age", "86400")
-        }
-        "GET" | "HEAD" => {}
-        _ => return Response::text(405).header("Allow", ALLOW),
+type Resp = Response<Body>;
+
+/// Answer one request (its body, if any, is never read).
+pub(crate) async fn respond(site: Arc<Site>, req: &Parts) -> Resp {
+    let oversized = head_bytes(req) > MAX_HEAD_BYTES;
+    let mut resp =
+        if oversized { text(StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE) } else { route(&site, req).await };
+    if oversized || has_body(req) {
+        // hyper would read and discard the body; a static server has no use
+        // for one, so the connection ends after this answer instead.
+        resp.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
     }
-    let url = match parse_url_path(target_path(&req.target)) {
+    common_headers(&mut resp);
+    resp
+}
+
+async fn route(site: &Arc<Site>, req: &Parts) -> Resp {
+    match req.method {
+        Method::OPTIONS => {
+            let mut r = status(StatusCode::NO_CONTENT);
+            let h = r.headers_mut();
+            h.insert(header::ALLOW, HeaderValue::from_static(ALLOW));
+            h.insert(header::ACCESS_CONTROL_ALLOW_METHODS, HeaderValue::from_static(ALLOW));
+            h.insert(header::ACCESS_CONTROL_MAX_AGE, HeaderValue::from_static("86400"));
+            return r;
+        }
+        Method::GET | Method::HEAD => {}
+        _ => {
+            let mut r = text(StatusCode::METHOD_NOT_ALLOWED);
+            r.headers_mut().insert(header::ALLOW, HeaderValue::from_static(ALLOW));
+            return r;
+        }
+    }
+    let url = match parse_url_path(req.uri.path()) {
         Ok(u) => u,
-        Err(Refused::Malformed) => return Response::text(400),
-        Err(Refused::Forbidden) => return Response::text(403),
+        Err(Refused::Malformed) => return text(StatusCode::BAD_REQUEST),
+        Err(Refused::Forbidden) => return text(StatusCode::FORBIDDEN),
     };
+    let head = req.method == Method::HEAD;
     if url.segments == ["api", "stores"] && !url.trailing_slash {
-        let json = stores_json(&site.root, site.store_depth);
-        return Response::new(200)
-            .header("Content-Type", "application/json")
-            .header("Cache-Control", "no-store")
-            .body(Body::Bytes(Cow::Owned(json.into_bytes())));
+        let s = Arc::clone(site);
+        let json = tokio::task::spawn_blocking(move || stores_json(&s.root, s.store_depth)).await;
+        let Ok(json) = json else { return text(StatusCode::INTERNAL_SERVER_ERROR) };
+        let len = json.len();
+        let mut r = Response::new(if head { Body::empty() } else { Body::bytes(json) });
+        let h = r.headers_mut();
+        h.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        h.insert(header::CONTENT_LENGTH, HeaderValue::from(len));
+        return r;
     }
-    // A directory-style URL never names a file; it may name a viewer page.
-    if !url.trailing_slash {
-        match resolve(&site.root, &url.segments) {
-            Ok(f) => return serve_file(req, f.file, &f.meta, &f.path),
-            Err(NotServed::Outside) => return Response::text(403),
-            Err(NotServed::Missing) => {}
-        }
-    }
+    // The viewer's own files come first: a file in the served folder never
+    // replaces the page or its code.
     let mut name = url.relative();
     if name.is_empty() || name.ends_with('/') {
         name.push_str("index.html");
     }
-    match site.assets.as_ref().and_then(|a| a(&name)) {
-        Some((bytes, content_type)) => serve_asset(req, bytes, content_type),
-        None => Response::text(404),
+    if let Some((bytes, content_type)) = site.assets.as_ref().and_then(|a| a(&name)) {
+        return serve_asset(req, bytes, content_type);
+    }
+    // A directory-style URL never names a file.
+    if url.trailing_slash {
+        return text(StatusCode::NOT_FOUND);
+    }
+    match resolve(&site.root, &url.segments) {
+        Ok(f) => serve_file(req, f.file, &f.meta, &f.path),
+        Err(NotServed::Outside) => text(StatusCode::FORBIDDEN),
+        Err(NotServed::Missing) => text(StatusCode::NOT_FOUND),
     }
 }
 
-fn serve_file(req: &Request, file: File, meta: &Metadata, path: &Path) -> Response {
+fn has_body(req: &Parts) -> bool {
+    req.headers.contains_key(header::TRANSFER_ENCODING)
+        || req.headers.get(header::CONTENT_LENGTH).is_some_and(|v| v.as_bytes().trim_ascii() != b"0")
+}
+
+/// About the size of the request head on the wire.
+fn head_bytes(req: &Parts) -> usize {
+    let target = req.uri.path_and_query().map_or(1, |p| p.as_str().len());
+    let line = req.method.as_str().len() + target + 12;
+    req.headers.iter().fold(line, |n, (k, v)| n + k.as_str().len() + v.len() + 4)
+}
+
+/// Headers on every response we make: cross-origin reads of any store from
+/// any page (the viewer may be hosted elsewhere), and no content sniffing.
+pub(crate) const COMMON_HEADERS: [(&str, &str); 4] = [
+    ("access-control-allow-origin", "*"),
+    ("access-control-allow-headers", "Range, If-Match, Authorization"),
+    ("access-control-expose-headers", "Content-Range, Content-Length, ETag, Accept-Ranges"),
+    ("x-content-type-options", "nosniff"),
+];
+
+fn common_headers(resp: &mut Resp) {
+    let h = resp.headers_mut();
+    for (name, value) in COMMON_HEADERS {
+        h.insert(HeaderName::from_static(name), HeaderValue::from_static(value));
+    }
+}
+
+fn status(code: StatusCode) -> Resp {
+    let mut r = Response::new(Body::empty());
+    *r.status_mut() = code;
+    r
+}
+
+/// A short `text/plain` answer naming the status (`404 Not Found`).
+pub(crate) fn text(code: StatusCode) -> Resp {
+    let msg = format!("{} {}\n", code.as_u16(), code.canonical_reason().unwrap_or(""));
+    let mut r = Response::new(Body::bytes(msg));
+    *r.status_mut() = code;
+    r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));
+    r
+}
+
+fn serve_file(req: &Parts, file: File, meta: &Metadata, path: &Path) -> Resp {
     let size = meta.len();
     let mtime = meta.modified().ok();
     let mtime_ns = mtime.and_then(|t| t.duration_since(UNIX_EPOCH).ok()).map_or(0, |d| d.as_nanos());
     let rep = Rep {
         size,
         etag: format!("\"{size:x}-{mtime_ns:x}-{:x}\"", inode(meta)),
-        last_modified: mtime.map(http_date),
-        content_type: content_type(path),
+        last_modified: mtime.map(httpdate::fmt_http_date),
+        content_type: folder_content_type(path),
     };
-    serve_rep(req, &rep, |start, len| Body::File { file, start, len })
+    let mut resp = serve_rep(req, &rep, |start, len| Body::file(file, start, len));
+    // A downloaded folder is not trusted content: if a browser is navigated
+    // to one of its files, it renders in an opaque origin with no script.
+    resp.headers_mut().insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static("sandbox"));
+    resp
 }
 
-#[cfg(unix)]
-fn inode(meta: &Metadata) -> u64 {
-    std::os::unix::fs::MetadataExt::ino(meta)
-}
-
-#[cfg(not(unix))]
-fn inode(_meta: &Metadata) -> u64 {
-    0
-}
-
-fn serve_asset(req: &Request, bytes: Cow<'static, [u8]>, content_type: &'static str) -> Response {
+fn serve_asset(req: &Parts, bytes: Cow<'static, [u8]>, content_type: &'static str) -> Resp {
     let rep = Rep {
         size: bytes.len() as u64,
         etag: format!("\"a{:x}-{:016x}\"", bytes.len(), fnv1a(&bytes)),
@@ -97,10 +172,12 @@ fn serve_asset(req: &Request, bytes: Cow<'static, [u8]>, content_type: &'static 
     };
     serve_rep(req, &rep, |start, len| {
         let (s, e) = (start as usize, (start + len) as usize);
-        Body::Bytes(match bytes {
-            Cow::Borrowed(b) => Cow::Borrowed(&b[s..e]),
-            Cow::Owned(v) if s == 0 && e == v.len() => Cow::Owned(v),
-            Cow::Owned(v) => Cow::Owned(v[s..e].to_vec()),
+        Ok(match bytes {
+            Cow::Borrowed(b) => Body::bytes(&b[s..e]),
+            Cow::Owned(mut v) => {
+                v.truncate(e);
+                Body::bytes(hyper::body::Bytes::from(v).slice(s..))
+            }
         })
     })
 }
@@ -118,30 +195,45 @@ struct Rep {
     content_type: &'static str,
 }
 
+fn header_str(req: &Parts, name: HeaderName) -> Option<&str> {
+    req.headers.get(name).and_then(|v| v.to_str().ok())
+}
+
+fn set(resp: &mut Resp, name: HeaderName, value: &str) {
+    if let Ok(v) = HeaderValue::from_str(value) {
+        resp.headers_mut().insert(name, v);
+    }
+}
+
 /// Preconditions (RFC 9110 §13.2.2 order: If-Match, If-None-Match, then
 /// If-Range), then the range, then the body from `body(start, len)`.
-fn serve_rep(req: &Request, rep: &Rep, body: impl FnOnce(u64, u64) -> Body) -> Response {
-    let validators = |r: Response| {
-        let r = r.header("ETag", rep.etag.clone()).header("Cache-Control", "no-cache");
-        match &rep.last_modified {
-            Some(lm) => r.header("Last-Modified", lm.clone()),
-            None => r,
+fn serve_rep(req: &Parts, rep: &Rep, body: impl FnOnce(u64, u64) -> std::io::Result<Body>) -> Resp {
+    let validators = |r: &mut Resp| {
+        set(r, header::ETAG, &rep.etag);
+        r.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+        if let Some(lm) = &rep.last_modified {
+            set(r, header::LAST_MODIFIED, lm);
         }
     };
-    if let Some(im) = req.header("if-match") {
+    if let Some(im) = header_str(req, header::IF_MATCH) {
         if !etag_list_matches(im, &rep.etag, true) {
-            return Response::text(412).header("ETag", rep.etag.clone());
+            let mut r = text(StatusCode::PRECONDITION_FAILED);
+            set(&mut r, header::ETAG, &rep.etag);
+            return r;
         }
     }
-    if let Some(inm) = req.header("if-none-match") {
+    if let Some(inm) = header_str(req, header::IF_NONE_MATCH) {
         if etag_list_matches(inm, &rep.etag, false) {
-            return validators(Response::new(304));
+            let mut r = status(StatusCode::NOT_MODIFIED);
+            validators(&mut r);
+            return r;
         }
     }
+    let head = req.method == Method::HEAD;
     let mut range = RangeReply::Full;
-    if req.method == "GET" {
-        if let Some(value) = req.header("range") {
-            let if_range_ok = match req.header("if-range") {
+    if !head {
+        if let Some(value) = header_str(req, header::RANGE) {
+            let if_range_ok = match header_str(req, header::IF_RANGE) {
                 None => true,
                 // An entity tag must match strongly; a date must be exactly
                 // our Last-Modified (we never treat a date as "new enough").
@@ -153,21 +245,33 @@ fn serve_rep(req: &Request, rep: &Rep, body: impl FnOnce(u64, u64) -> Body) -> R
             }
         }
     }
-    let base = validators(Response::new(200))
-        .header("Content-Type", rep.content_type)
-        .header("Accept-Ranges", "bytes");
-    match range {
-        RangeReply::Full => base.body(body(0, rep.size)),
-        RangeReply::Partial { start, end } => {
-            let mut r = base.header("Content-Range", format!("bytes {start}-{end}/{}", rep.size));
-            r.status = 206;
-            r.body(body(start, end - start + 1))
+    let (code, start, len) = match range {
+        RangeReply::Full => (StatusCode::OK, 0, rep.size),
+        RangeReply::Partial { start, end } => (StatusCode::PARTIAL_CONTENT, start, end - start + 1),
+        RangeReply::Unsatisfiable => {
+            let mut r = text(StatusCode::RANGE_NOT_SATISFIABLE);
+            set(&mut r, header::CONTENT_RANGE, &format!("bytes */{}", rep.size));
+            r.headers_mut().insert(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"));
+            set(&mut r, header::ETAG, &rep.etag);
+            return r;
         }
-        RangeReply::Unsatisfiable => Response::text(416)
-            .header("Content-Range", format!("bytes */{}", rep.size))
-            .header("Accept-Ranges", "bytes")
-            .header("ETag", rep.etag.clone()),
+    };
+    let b = if head { Ok(Body::empty()) } else { body(start, len) };
+    let Ok(b) = b else {
+        return text(StatusCode::INTERNAL_SERVER_ERROR);
+    };
+    let mut r = Response::new(b);
+    // Room for every header this answer and `common_headers` add, at once.
+    *r.headers_mut() = HeaderMap::with_capacity(16);
+    *r.status_mut() = code;
+    validators(&mut r);
+    r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(rep.content_type));
+    r.headers_mut().insert(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"));
+    r.headers_mut().insert(header::CONTENT_LENGTH, HeaderValue::from(len));
+    if code == StatusCode::PARTIAL_CONTENT {
+        set(&mut r, header::CONTENT_RANGE, &format!("bytes {start}-{}/{}", start + len - 1, rep.size));
     }
+    r
 }
 
 /// Does an `If-Match`/`If-None-Match`/`If-Range` value match `etag`?
@@ -202,19 +306,20 @@ fn etag_list_matches(list: &str, etag: &str, strong: bool) -> bool {
     }
 }
 
-/// The `Content-Type` for a file name; unknown types are opaque bytes.
-pub(crate) fn content_type(path: &Path) -> &'static str {
+/// The `Content-Type` of a file from the served folder. Only passive types
+/// keep their own: anything a browser would run or render as a document
+/// (HTML, SVG, XML, scripts, PDF, ...) is sent as opaque bytes, so it is
+/// downloaded, never executed on the viewer's origin.
+pub(crate) fn folder_content_type(path: &Path) -> &'static str {
     let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("").to_ascii_lowercase();
     match ext.as_str() {
-        "html" | "htm" => "text/html; charset=utf-8",
-        "js" | "mjs" => "application/javascript",
-        "css" => "text/css; charset=utf-8",
-        "json" | "map" => "application/json",
+        "json" => "application/json",
         "wasm" => "application/wasm",
         "png" => "image/png",
-        "svg" => "image/svg+xml",
-        "ico" => "image/x-icon",
-        "txt" | "md" => "text/plain; charset=utf-8",
+        "jpg" | "jpeg" => "image/jpeg",
+        "gif" => "image/gif",
+        "webp" => "image/webp",
+        "txt" | "md" | "csv" => "text/plain; charset=utf-8",
         _ => "application/octet-stream",
     }
 }
@@ -238,16 +343,17 @@ mod tests {
     }
 
     #[test]
-    fn content_types() {
-        let ct = |p: &str| content_type(Path::new(p));
+    fn folder_files_never_get_an_active_type() {
+        let ct = |p: &str| folder_content_type(Path::new(p));
         assert_eq!(ct("a/meta.zr"), "application/octet-stream");
         assert_eq!(ct("pkg/x_bg.wasm"), "application/wasm");
-        assert_eq!(ct("index.HTML"), "text/html; charset=utf-8");
-        assert_eq!(ct("app.js"), "application/javascript");
-        assert_eq!(ct("s.css"), "text/css; charset=utf-8");
         assert_eq!(ct("m.json"), "application/json");
         assert_eq!(ct("i.png"), "image/png");
-        assert_eq!(ct("i.svg"), "image/svg+xml");
         assert_eq!(ct("noext"), "application/octet-stream");
+        for active in
+            ["index.HTML", "a.htm", "app.js", "m.mjs", "evil.svg", "x.xml", "x.xhtml", "s.css", "d.pdf"]
+        {
+            assert_eq!(ct(active), "application/octet-stream", "{active}");
+        }
     }
 }

@@ -3,6 +3,9 @@
 //! Serves a directory of stores over HTTP/1.1 so the remote reader and the
 //! web viewer can read them exactly as they would from S3 or nginx: single
 //! byte ranges, strong ETags, CORS on every response, no compression.
+//! HTTP/1.1 itself is hyper's, on a multi-threaded tokio runtime the server
+//! owns (one worker per core); what is served, and how, is decided in
+//! `handler.rs`.
 //!
 //! # What is served, in order of precedence
 //!
@@ -11,15 +14,23 @@
 //!    (a directory holding `meta.zr`), found to [`ServeConfig::store_depth`]:
 //!    `[{"path": "a/b", "url": "/a/b/", "files": {"meta.zr": 120, "data.zr": 4096}}]`.
 //!    A file named `api/stores` under the root is shadowed.
-//! 3. A regular file under the root, at the same path as in the directory
+//! 3. The [`ServeConfig::assets`] callback (the viewer), asked for the decoded
+//!    path without its leading `/`; a path ending in `/` (the root included)
+//!    asks for `…/index.html`. **The viewer's files always win**: a served
+//!    folder holding `index.html`, `app.js` or `pkg/zrecord.js` cannot replace
+//!    the viewer's code (those files of the folder are not reachable).
+//! 4. A regular file under the root, at the same path as in the directory
 //!    (`/a/b/data.zr` is `DIR/a/b/data.zr`).
-//! 4. The [`ServeConfig::assets`] callback, asked for the decoded path without
-//!    its leading `/`; a path ending in `/` (the root included) asks for
-//!    `…/index.html`. So the viewer is at `/` even when the root holds an
-//!    `index.html` file, which stays reachable as `/index.html`.
 //! 5. `404`.
 //!
 //! Directories are never listed and only regular files are served.
+//!
+//! A served folder (a downloaded dataset, say) is not trusted content, and
+//! the viewer runs on the same origin. So its files never run there: each
+//! carries `X-Content-Type-Options: nosniff` and
+//! `Content-Security-Policy: sandbox`, and any type a browser would run or
+//! render as a document (HTML, SVG, XML, JavaScript, ...) is sent as
+//! `application/octet-stream`.
 //!
 //! # HTTP behaviour
 //!
@@ -34,44 +45,55 @@
 //!   `Cache-Control: no-cache`. `If-None-Match` gives `304`, a failed
 //!   `If-Match` gives `412`, and `If-Range` is honoured, so a client can detect
 //!   a store rewritten under it.
-//! - Keep-alive per HTTP/1.1 (and HTTP/1.0 with `Connection: keep-alive`);
-//!   idle connections close after [`IDLE_TIMEOUT`]. Request heads are limited
-//!   to 16 KiB and 100 fields (`431`); requests with a body are answered and
-//!   the connection closed.
-//! - One thread per connection, at most [`ServeConfig::max_connections`] at a
-//!   time; past that a new connection gets `503` and is closed.
+//! - Keep-alive per HTTP/1.1 (and HTTP/1.0 with `Connection: keep-alive`,
+//!   answered as HTTP/1.0); pipelined requests are answered in order.
+//!   Request heads are limited to 16 KiB (`431`) and 100 fields; requests
+//!   with a body are answered and the connection closed. Malformed heads get
+//!   hyper's own `400` (or `431`), without the CORS headers.
+//! - Idle connections cost no thread: a request head must be complete
+//!   [`ServeConfig::head_timeout`] after the connection opens or its first
+//!   byte arrives, and a connection with no traffic for
+//!   [`ServeConfig::idle_timeout`] is closed. So half-open connections lock
+//!   out nobody.
+//! - At most [`ServeConfig::max_connections`] connections at a time (10,000
+//!   by default, far above what readers use; the open-file limit is raised to
+//!   fit); past that a new connection gets `503` and is closed.
 //!
 //! # Security
 //!
 //! Paths are checked after percent-decoding: `..`, `.`, empty segments,
-//! encoded `/` or `\`, backslashes and NUL are refused with `403`. The file
-//! path is then canonicalized and must lie under the canonical root, so a
-//! symlink inside the root pointing outside it is refused too (`403`). The
-//! check and the `open` are not atomic: someone who can rename directories
-//! inside the root while it is served could race it. This is a development
-//! server; serve trusted directories.
+//! encoded `/` or `\`, backslashes and NUL are refused with `403`. The path
+//! is then walked down from the canonical root, and every symlink on it must
+//! resolve under the root, so a symlink inside the root pointing outside it
+//! is refused too (`403`). The check and the `open` are not atomic: someone
+//! who can rename directories inside the root while it is served could race
+//! it. Whoever can write the root can do that; a downloaded folder's
+//! *content* is another matter, and is never run (see above).
 
-mod date;
+mod body;
+mod conn;
 mod handler;
-mod http;
+mod os;
 mod path;
 mod range;
 mod stores;
 
 use std::borrow::Cow;
-use std::collections::HashMap;
 use std::fmt;
-use std::io::{BufReader, Read as _};
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
-use std::thread::{self, JoinHandle};
-use std::time::{Duration, Instant};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::net::{TcpListener, TcpSocket};
+use tokio::runtime::Runtime;
+use tokio::sync::{watch, Semaphore};
+use tokio::task::{JoinHandle, JoinSet};
 
 use crate::{Error, Result};
 use handler::Site;
-use http::{read_request, write_response, Framing, ReadError, Response};
+pub use os::raise_open_files;
 pub use stores::{list_stores, ListedStore};
 
 /// The embedded-asset lookup: a path such as `index.html` or
@@ -79,11 +101,15 @@ pub use stores::{list_stores, ListedStore};
 /// `Content-Type`, or `None` if there is no such asset.
 pub type Assets = Box<dyn Fn(&str) -> Option<(Cow<'static, [u8]>, &'static str)> + Send + Sync>;
 
-/// How long a keep-alive connection may sit idle (or a client may take to send
-/// a request head) before it is closed.
-pub const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
-/// How long one write may block on a client that stopped reading.
-const WRITE_TIMEOUT: Duration = Duration::from_secs(60);
+/// Default [`ServeConfig::head_timeout`].
+pub const HEAD_TIMEOUT: Duration = Duration::from_secs(5);
+/// Default [`ServeConfig::idle_timeout`].
+pub const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+/// Default [`ServeConfig::max_connections`].
+pub const MAX_CONNECTIONS: usize = 10_000;
+/// Pending connections the kernel queues before `accept` (as nginx's 511,
+/// rounded up): a thousand clients connecting at once get no SYN drops.
+const BACKLOG: u32 = 1024;
 
 /// What to serve and where.
 ///
@@ -102,19 +128,29 @@ pub struct ServeConfig {
     pub host: String,
     /// Port to bind; 0 lets the system pick one (see [`ServerHandle::addr`]).
     pub port: u16,
-    /// Files served when a path names no file under the root (the viewer).
+    /// The viewer: files served first, before any file of the root.
     pub assets: Option<Assets>,
     /// Log one line per request to stderr.
     pub verbose: bool,
-    /// Most connections served at once.
+    /// Most connections served at once; one more is answered `503`.
     pub max_connections: usize,
+    /// How long a client may take to send a request head, counted from the
+    /// connection's start or from the head's first byte.
+    pub head_timeout: Duration,
+    /// How long a connection may go without a byte read or written (between
+    /// keep-alive requests, or a client that stopped reading) before it is
+    /// closed.
+    pub idle_timeout: Duration,
+    /// Worker threads of the server's runtime; 0 is one per core.
+    pub threads: usize,
     /// How many directory levels below the root `/api/stores` looks.
     pub store_depth: usize,
 }
 
 impl ServeConfig {
-    /// Serve `root` on `127.0.0.1`, a free port, no assets, quiet, 64
-    /// connections, stores up to 6 levels down.
+    /// Serve `root` on `127.0.0.1`, a free port, no assets, quiet,
+    /// [`MAX_CONNECTIONS`] connections, [`HEAD_TIMEOUT`], [`IDLE_TIMEOUT`],
+    /// a thread per core, stores up to 6 levels down.
     pub fn new(root: impl Into<PathBuf>) -> Self {
         ServeConfig {
             root: root.into(),
@@ -122,7 +158,10 @@ impl ServeConfig {
             port: 0,
             assets: None,
             verbose: false,
-            max_connections: 64,
+            max_connections: MAX_CONNECTIONS,
+            head_timeout: HEAD_TIMEOUT,
+            idle_timeout: IDLE_TIMEOUT,
+            threads: 0,
             store_depth: 6,
         }
     }
@@ -137,21 +176,52 @@ impl fmt::Debug for ServeConfig {
             .field("assets", &self.assets.as_ref().map(|_| "<fn>"))
             .field("verbose", &self.verbose)
             .field("max_connections", &self.max_connections)
+            .field("head_timeout", &self.head_timeout)
+            .field("idle_timeout", &self.idle_timeout)
+            .field("threads", &self.threads)
             .field("store_depth", &self.store_depth)
             .finish()
     }
 }
 
-/// Bind the socket and start serving in background threads.
+/// What every connection shares.
+pub(crate) struct Shared {
+    site: Arc<Site>,
+    verbose: bool,
+    head_timeout: Duration,
+    idle_timeout: Duration,
+    counts: Arc<Counts>,
+}
+
+/// Connection counters, read through [`ServerHandle::stats`].
+#[derive(Debug, Default)]
+struct Counts {
+    accepted: AtomicU64,
+    refused: AtomicU64,
+}
+
+/// What a server has done so far.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServeStats {
+    /// Connections accepted and served.
+    pub accepted: u64,
+    /// Connections answered `503` because [`ServeConfig::max_connections`]
+    /// were open.
+    pub refused_busy: u64,
+}
+
+/// Bind the socket and start serving on a runtime of the server's own.
 ///
 /// Returns once the socket is listening, so [`ServerHandle::url`] can be
-/// requested at once.
+/// requested at once. Raises the process's soft open-file limit (where there
+/// is one) to fit [`ServeConfig::max_connections`] if the hard limit allows.
 ///
 /// # Errors
 ///
 /// [`Error::NotFound`] if `root` is not a directory, [`Error::Io`] if it
 /// cannot be resolved, the host does not resolve, the address cannot be bound
-/// (the `path` of the error then holds `host:port`), or a thread cannot start.
+/// (the `path` of the error then holds `host:port`), or the runtime cannot
+/// start.
 pub fn start(cfg: ServeConfig) -> Result<ServerHandle> {
     let root = cfg.root.canonicalize().map_err(|e| Error::io(&cfg.root, "open serve root", e))?;
     if !root.is_dir() {
@@ -165,21 +235,58 @@ pub fn start(cfg: ServeConfig) -> Result<ServerHandle> {
         .to_socket_addrs()
         .map_err(|e| Error::io(&hostport, "resolve host", e))?
         .collect();
-    let listener = TcpListener::bind(&addrs[..]).map_err(|e| Error::io(&hostport, "bind", e))?;
+    let max_connections = cfg.max_connections.max(1);
+    os::raise_open_files(max_connections as u64 + 256);
+    let mut rt = tokio::runtime::Builder::new_multi_thread();
+    if cfg.threads > 0 {
+        rt.worker_threads(cfg.threads);
+    }
+    let rt = rt
+        .thread_name("zrecord-serve")
+        .enable_io()
+        .enable_time()
+        .build()
+        .map_err(|e| Error::io(&hostport, "start the server runtime", e))?;
+    let listener = {
+        let _in_runtime = rt.enter();
+        bind(&addrs).map_err(|e| Error::io(&hostport, "bind", e))?
+    };
     let addr = listener.local_addr().map_err(|e| Error::io(&hostport, "bind", e))?;
-    let stopper = Stopper { stop: Arc::new(AtomicBool::new(false)), wake: wake_addr(addr) };
+    let (stop, stopped) = watch::channel(false);
+    let counts = Arc::new(Counts::default());
     let shared = Arc::new(Shared {
-        site: Site { root, assets: cfg.assets, store_depth: cfg.store_depth },
+        site: Arc::new(Site { root, assets: cfg.assets, store_depth: cfg.store_depth }),
         verbose: cfg.verbose,
-        max_connections: cfg.max_connections.max(1),
-        stop: Arc::clone(&stopper.stop),
-        live: Mutex::new(HashMap::new()),
+        head_timeout: cfg.head_timeout,
+        idle_timeout: cfg.idle_timeout,
+        counts: Arc::clone(&counts),
     });
-    let accept = thread::Builder::new()
-        .name("zrecord-serve".to_owned())
-        .spawn(move || accept_loop(&listener, &shared))
-        .map_err(|e| Error::io(&hostport, "spawn server thread", e))?;
-    Ok(ServerHandle { addr, stopper, accept: Some(accept) })
+    let task = rt.spawn(accept_loop(listener, shared, max_connections, stopped));
+    Ok(ServerHandle {
+        addr,
+        stopper: Stopper { stop: Arc::new(stop) },
+        counts,
+        runtime: Some(rt),
+        task: Some(task),
+    })
+}
+
+/// Listen on the first of `addrs` that binds.
+fn bind(addrs: &[SocketAddr]) -> std::io::Result<TcpListener> {
+    let mut last = std::io::Error::new(std::io::ErrorKind::InvalidInput, "the host resolved to no address");
+    for &addr in addrs {
+        let socket = if addr.is_ipv4() { TcpSocket::new_v4() } else { TcpSocket::new_v6() };
+        let bound = socket.and_then(|s| {
+            os::reuse_address(&s)?;
+            s.bind(addr)?;
+            s.listen(BACKLOG)
+        });
+        match bound {
+            Ok(l) => return Ok(l),
+            Err(e) => last = e,
+        }
+    }
+    Err(last)
 }
 
 /// A running server. Dropping it stops the server (as [`shutdown`](Self::shutdown)).
@@ -187,7 +294,9 @@ pub fn start(cfg: ServeConfig) -> Result<ServerHandle> {
 pub struct ServerHandle {
     addr: SocketAddr,
     stopper: Stopper,
-    accept: Option<JoinHandle<()>>,
+    counts: Arc<Counts>,
+    runtime: Option<Runtime>,
+    task: Option<JoinHandle<()>>,
 }
 
 impl ServerHandle {
@@ -199,9 +308,20 @@ impl ServerHandle {
     /// `http://host:port/` for a browser: an unspecified bind address
     /// (`0.0.0.0`, `::`) is shown as the loopback address.
     pub fn url(&self) -> String {
-        match self.stopper.wake {
-            SocketAddr::V4(a) => format!("http://{a}/"),
-            SocketAddr::V6(a) => format!("http://[{}]:{}/", a.ip(), a.port()),
+        let port = self.addr.port();
+        match self.addr.ip() {
+            IpAddr::V4(ip) if ip.is_unspecified() => format!("http://{}:{port}/", Ipv4Addr::LOCALHOST),
+            IpAddr::V6(ip) if ip.is_unspecified() => format!("http://[{}]:{port}/", Ipv6Addr::LOCALHOST),
+            IpAddr::V4(ip) => format!("http://{ip}:{port}/"),
+            IpAddr::V6(ip) => format!("http://[{ip}]:{port}/"),
+        }
+    }
+
+    /// Connections accepted and refused so far.
+    pub fn stats(&self) -> ServeStats {
+        ServeStats {
+            accepted: self.counts.accepted.load(Ordering::Relaxed),
+            refused_busy: self.counts.refused.load(Ordering::Relaxed),
         }
     }
 
@@ -211,85 +331,63 @@ impl ServerHandle {
         self.stopper.clone()
     }
 
-    /// Block until the server stops (through a [`Stopper`]), then join its
-    /// threads.
+    /// Block until the server stops (through a [`Stopper`]), then end its
+    /// runtime.
     pub fn wait(mut self) {
-        if let Some(t) = self.accept.take() {
-            let _ = t.join();
-        }
+        self.join();
     }
 
-    /// Stop accepting, close every connection and join all threads.
+    /// Stop accepting, close every connection and end the runtime.
     /// Responses being written are cut off.
     pub fn shutdown(mut self) {
-        self.stop_and_join();
+        self.stopper.stop();
+        self.join();
     }
 
-    fn stop_and_join(&mut self) {
-        if let Some(t) = self.accept.take() {
-            self.stopper.stop();
-            let _ = t.join();
+    fn join(&mut self) {
+        if let (Some(rt), Some(task)) = (self.runtime.take(), self.task.take()) {
+            let _ = rt.block_on(task);
+            rt.shutdown_timeout(Duration::from_secs(1));
         }
     }
 }
 
 impl Drop for ServerHandle {
     fn drop(&mut self) {
-        self.stop_and_join();
+        self.stopper.stop();
+        self.join();
     }
 }
 
 /// Stops a server from any thread; cheap to clone.
 #[derive(Debug, Clone)]
 pub struct Stopper {
-    stop: Arc<AtomicBool>,
-    /// A connectable address of the listener, to wake a blocked `accept`.
-    wake: SocketAddr,
+    stop: Arc<watch::Sender<bool>>,
 }
 
 impl Stopper {
     /// Ask the server to stop; returns at once. [`ServerHandle::wait`] then
-    /// returns once every thread has finished.
+    /// returns once every connection is closed.
     pub fn stop(&self) {
-        if !self.stop.swap(true, Ordering::SeqCst) {
-            // `accept` has no timeout: a connection of our own wakes it.
-            let _ = TcpStream::connect_timeout(&self.wake, Duration::from_secs(1));
-        }
+        self.stop.send_replace(true);
     }
 }
 
-fn wake_addr(addr: SocketAddr) -> SocketAddr {
-    match addr.ip() {
-        IpAddr::V4(ip) if ip.is_unspecified() => (Ipv4Addr::LOCALHOST, addr.port()).into(),
-        IpAddr::V6(ip) if ip.is_unspecified() => (Ipv6Addr::LOCALHOST, addr.port()).into(),
-        _ => addr,
-    }
-}
-
-struct Shared {
-    site: Site,
-    verbose: bool,
+async fn accept_loop(
+    listener: TcpListener,
+    shared: Arc<Shared>,
     max_connections: usize,
-    stop: Arc<AtomicBool>,
-    /// Live connections by id: a clone of each socket, so shutdown can close
-    /// them and wake threads blocked reading an idle keep-alive connection.
-    live: Mutex<HashMap<u64, TcpStream>>,
-}
-
-impl Shared {
-    fn live(&self) -> std::sync::MutexGuard<'_, HashMap<u64, TcpStream>> {
-        self.live.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-}
-
-fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
-    let mut workers: Vec<JoinHandle<()>> = Vec::new();
-    let mut next_id = 0u64;
+    mut stopped: watch::Receiver<bool>,
+) {
+    let permits = Arc::new(Semaphore::new(max_connections));
+    let mut conns = JoinSet::new();
     loop {
-        let accepted = listener.accept();
-        if shared.stop.load(Ordering::SeqCst) {
-            break;
-        }
+        while conns.try_join_next().is_some() {}
+        let accepted = tokio::select! {
+            biased;
+            _ = stopped.wait_for(|s| *s) => break,
+            a = listener.accept() => a,
+        };
         let (stream, peer) = match accepted {
             Ok(x) => x,
             Err(e) => {
@@ -297,118 +395,28 @@ fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
                 if shared.verbose {
                     eprintln!("zrecord serve: accept: {e}");
                 }
-                thread::sleep(Duration::from_millis(50));
+                tokio::time::sleep(Duration::from_millis(20)).await;
                 continue;
             }
         };
-        workers.retain(|w| !w.is_finished());
-        let id = next_id;
-        next_id += 1;
-        {
-            let mut live = shared.live();
-            if live.len() >= shared.max_connections {
-                drop(live);
-                refuse_busy(stream);
-                continue;
+        let _ = stream.set_nodelay(true);
+        match Arc::clone(&permits).try_acquire_owned() {
+            Ok(permit) => {
+                shared.counts.accepted.fetch_add(1, Ordering::Relaxed);
+                let sh = Arc::clone(&shared);
+                conns.spawn(async move {
+                    conn::serve(stream, peer, sh).await;
+                    drop(permit);
+                });
             }
-            match stream.try_clone() {
-                Ok(clone) => live.insert(id, clone),
-                Err(_) => continue,
-            };
-        }
-        let sh = Arc::clone(shared);
-        let spawned = thread::Builder::new().name("zrecord-serve-conn".to_owned()).spawn(move || {
-            serve_connection(stream, peer, &sh);
-            sh.live().remove(&id);
-        });
-        match spawned {
-            Ok(w) => workers.push(w),
             Err(_) => {
-                shared.live().remove(&id);
+                shared.counts.refused.fetch_add(1, Ordering::Relaxed);
+                conns.spawn(conn::refuse_busy(stream));
             }
         }
     }
-    for (_, s) in shared.live().drain() {
-        let _ = s.shutdown(Shutdown::Both);
-    }
-    for w in workers {
-        let _ = w.join();
-    }
-}
-
-fn refuse_busy(mut stream: TcpStream) {
-    let _ = stream.set_write_timeout(Some(Duration::from_secs(1)));
-    let resp = Response::text(503).header("Retry-After", "1");
-    let _ = write_response(&mut stream, resp, Framing { send_body: true, keep_alive: false, http10: false });
-}
-
-fn serve_connection(stream: TcpStream, peer: SocketAddr, shared: &Shared) {
-    let _ = stream.set_nodelay(true);
-    let _ = stream.set_read_timeout(Some(IDLE_TIMEOUT));
-    let _ = stream.set_write_timeout(Some(WRITE_TIMEOUT));
-    let Ok(read_half) = stream.try_clone() else {
-        return;
-    };
-    let mut reader = BufReader::with_capacity(8 * 1024, read_half);
-    let mut writer = stream;
-    loop {
-        let req = match read_request(&mut reader) {
-            Ok(Some(req)) => req,
-            Ok(None) | Err(ReadError::Io(_)) => return,
-            Err(e) => {
-                let status = match e {
-                    ReadError::TooLarge => 431,
-                    ReadError::Version => 505,
-                    _ => 400,
-                };
-                let f = Framing { send_body: true, keep_alive: false, http10: false };
-                let _ = write_response(&mut writer, Response::text(status), f);
-                if shared.verbose {
-                    eprintln!("zrecord serve: {peer} <bad request> {status}");
-                }
-                lingering_close(&writer, &mut reader);
-                return;
-            }
-        };
-        let started = Instant::now();
-        let keep_alive = req.keep_alive() && !req.has_body() && !shared.stop.load(Ordering::SeqCst);
-        let f = Framing { send_body: req.method != "HEAD", keep_alive, http10: req.http10 };
-        let resp = handler::respond(&shared.site, &req);
-        let status = resp.status;
-        let sent = write_response(&mut writer, resp, f);
-        if shared.verbose {
-            let outcome = match &sent {
-                Ok(n) => format!("{n}"),
-                Err(e) => format!("error: {e}"),
-            };
-            eprintln!(
-                "zrecord serve: {peer} \"{} {}\" {status} {outcome} {:.1}ms",
-                req.method,
-                req.target,
-                started.elapsed().as_secs_f64() * 1e3
-            );
-        }
-        if sent.is_err() || !keep_alive {
-            lingering_close(&writer, &mut reader);
-            return;
-        }
-    }
-}
-
-/// Close after an answer while the client may still be sending (an oversized
-/// head, a body we never read, pipelined requests): closing a socket with
-/// unread input makes the kernel send RST, which can destroy the answer
-/// before the client reads it. So half-close, then drain for a moment.
-fn lingering_close(stream: &TcpStream, reader: &mut BufReader<TcpStream>) {
-    let _ = stream.shutdown(Shutdown::Write);
-    let _ = stream.set_read_timeout(Some(Duration::from_secs(1)));
-    let deadline = Instant::now() + Duration::from_secs(2);
-    let mut scratch = [0u8; 8192];
-    let mut drained = 0usize;
-    while drained < 1 << 20 && Instant::now() < deadline {
-        match reader.read(&mut scratch) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => drained += n,
-        }
-    }
+    drop(listener);
+    // Aborting a connection's task drops its socket: idle keep-alive
+    // connections close at once, answers in flight are cut off.
+    conns.shutdown().await;
 }

@@ -68,7 +68,9 @@ impl Nginx {
     /// it stays the same for 50 ms (at most 2 s).
     pub fn logged_requests(&self) -> usize {
         let count = || {
-            std::fs::read_to_string(self.dir.path().join("access.log")).map(|s| s.lines().count()).unwrap_or(0)
+            std::fs::read_to_string(self.dir.path().join("access.log"))
+                .map(|s| s.lines().count())
+                .unwrap_or(0)
         };
         let t0 = Instant::now();
         let mut last = count();
