@@ -32,6 +32,9 @@ pub use transport::{LocalBoxFuture, RangeRead, Ranged, ReadRequest};
 cfg_if::cfg_if! {
     if #[cfg(feature = "http")] {
         mod native;
-        pub use native::{BlockingStore, HttpClient, HttpOptions};
+        pub mod runtime;
+        pub use native::{transport_for, AnyTransport, BlockingStore, HttpClient, HttpOptions};
     }
 }
+#[cfg(feature = "cloud")]
+pub mod objstore;
