@@ -1,6 +1,6 @@
 //! The command line: one small module per command, sharing [`common`]
 //! (errors, progress bars, output cleanup) and [`records`] (the store a
-//! command reads from: a directory, or an `http(s)://` URL).
+//! command reads from: a directory, or a bucket or `http(s)://` URL).
 //!
 //! Conventions every command follows:
 //! - results go to stdout, progress bars and warnings to stderr; bars show
@@ -15,6 +15,7 @@
 //!   never opens as a valid store;
 //! - a closed stdout (`zrecord checksum s | head`) ends the command quietly.
 
+mod bench;
 mod checksum;
 mod common;
 mod demo;
@@ -23,6 +24,7 @@ mod get;
 mod import;
 mod info;
 mod npyfile;
+mod push;
 mod recode;
 mod records;
 mod sample;
@@ -70,6 +72,10 @@ enum Command {
     TrainDict(train_dict::Args),
     /// Write small demo stores and serve them with the web viewer.
     Demo(demo::Args),
+    /// Random batches from a store, local or remote: records/s, latency, requests per batch.
+    Bench(bench::Args),
+    /// Publish a local store to a bucket (s3://, gs://, az://), meta.zr last.
+    Push(push::Args),
     /// Serve a directory of stores over HTTP with the web viewer, until Ctrl-C.
     Serve(serve::ServeArgs),
     /// Serve one store with the web viewer and print its link, until Ctrl-C.
@@ -91,6 +97,8 @@ pub fn main() -> ExitCode {
         Command::Verify(a) => verify::run(&ctx, a),
         Command::TrainDict(a) => train_dict::run(&ctx, a),
         Command::Demo(a) => demo::run(&ctx, a),
+        Command::Bench(a) => bench::run(&ctx, a),
+        Command::Push(a) => push::run(&ctx, a),
         Command::Serve(a) => serve::run_serve(&ctx, a),
         Command::View(a) => serve::run_view(&ctx, a),
     };

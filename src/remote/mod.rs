@@ -38,3 +38,5 @@ cfg_if::cfg_if! {
 }
 #[cfg(feature = "cloud")]
 pub mod objstore;
+#[cfg(feature = "cloud")]
+pub mod push;
