@@ -63,6 +63,15 @@ impl Bucket {
     /// `InvalidArgument` for an unknown scheme or a configuration the
     /// builder refuses (no region, no account, ...).
     pub fn from_url(url: &str, retry: BucketRetry) -> Result<Bucket> {
+        Self::from_url_with(url, retry, &[])
+    }
+
+    /// As [`Bucket::from_url`], with `config` (object_store's keys, such as
+    /// `aws_access_key_id` or `aws_endpoint`) applied over the environment.
+    ///
+    /// # Errors
+    /// As [`Bucket::from_url`], and for a key the store does not know.
+    pub fn from_url_with(url: &str, retry: BucketRetry, config: &[(String, String)]) -> Result<Bucket> {
         let bad = |why: String| Error::InvalidArgument { store: url.to_string(), why };
         let (scheme_raw, rest) = url.split_once("://").ok_or_else(|| bad("not a URL".into()))?;
         let scheme = scheme_raw.to_ascii_lowercase();
@@ -81,22 +90,32 @@ impl Bucket {
             retry_timeout: retry.timeout,
         };
         let root = format!("{scheme_raw}://{host}");
+        let key = |k: &str, e: object_store::Error| bad(format!("configuration key {k:?}: {e}"));
         let built: std::result::Result<Arc<dyn ObjectStore>, object_store::Error> = match scheme.as_str() {
-            "s3" | "s3a" => object_store::aws::AmazonS3Builder::from_env()
-                .with_url(&root)
-                .with_retry(retry)
-                .build()
-                .map(|s| Arc::new(s) as Arc<dyn ObjectStore>),
-            "gs" => object_store::gcp::GoogleCloudStorageBuilder::from_env()
-                .with_url(&root)
-                .with_retry(retry)
-                .build()
-                .map(|s| Arc::new(s) as Arc<dyn ObjectStore>),
-            "az" | "azure" | "abfs" | "abfss" => object_store::azure::MicrosoftAzureBuilder::from_env()
-                .with_url(&root)
-                .with_retry(retry)
-                .build()
-                .map(|s| Arc::new(s) as Arc<dyn ObjectStore>),
+            "s3" | "s3a" => {
+                let mut b = object_store::aws::AmazonS3Builder::from_env().with_url(&root).with_retry(retry);
+                for (k, v) in config {
+                    b = b.with_config(k.parse().map_err(|e| key(k, e))?, v);
+                }
+                b.build().map(|s| Arc::new(s) as Arc<dyn ObjectStore>)
+            }
+            "gs" => {
+                let mut b = object_store::gcp::GoogleCloudStorageBuilder::from_env()
+                    .with_url(&root)
+                    .with_retry(retry);
+                for (k, v) in config {
+                    b = b.with_config(k.parse().map_err(|e| key(k, e))?, v);
+                }
+                b.build().map(|s| Arc::new(s) as Arc<dyn ObjectStore>)
+            }
+            "az" | "azure" | "abfs" | "abfss" => {
+                let mut b =
+                    object_store::azure::MicrosoftAzureBuilder::from_env().with_url(&root).with_retry(retry);
+                for (k, v) in config {
+                    b = b.with_config(k.parse().map_err(|e| key(k, e))?, v);
+                }
+                b.build().map(|s| Arc::new(s) as Arc<dyn ObjectStore>)
+            }
             other => return Err(bad(format!("unknown scheme {other}:// (s3, gs, az, http, https)"))),
         };
         let store = built.map_err(|e| bad(format!("configuring the {scheme} client: {e}")))?;
@@ -128,6 +147,14 @@ impl ObjectRanges {
     /// As [`Bucket::from_url`].
     pub fn new(url: &str, retry: BucketRetry) -> Result<Self> {
         Ok(ObjectRanges { bucket: Bucket::from_url(url, retry)? })
+    }
+    /// As [`ObjectRanges::new`], with `config` over the environment (see
+    /// [`Bucket::from_url_with`]).
+    ///
+    /// # Errors
+    /// As [`Bucket::from_url_with`].
+    pub fn with_config(url: &str, retry: BucketRetry, config: &[(String, String)]) -> Result<Self> {
+        Ok(ObjectRanges { bucket: Bucket::from_url_with(url, retry, config)? })
     }
     /// The bucket and prefix.
     pub fn bucket(&self) -> &Bucket {
