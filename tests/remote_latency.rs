@@ -1,0 +1,69 @@
+//! The native reader against a server that answers every request after a
+//! fixed delay (an object store's latency): it keeps 64 requests in flight
+//! by default, so a random batch costs a few latencies, not hundreds, and
+//! reads the same bytes as a local gather.
+
+mod common;
+#[path = "common/latency.rs"]
+mod latency;
+
+use latency::LatencyServer;
+use std::time::{Duration, Instant};
+use zrecord::remote::{HttpOptions, RemoteOptions, RemoteStore};
+use zrecord::sampler::{Mode, Sampler};
+use zrecord::writer::{CreateOptions, Writer};
+use zrecord::{Codec, Records, Store};
+
+const DELAY: Duration = Duration::from_millis(20);
+
+fn store(dir: &std::path::Path, n: usize, row: usize) -> Store {
+    let path = dir.join("s");
+    let mut w = Writer::create_dense(&path, "|u1", &[row as u64], CreateOptions::codec(Codec::Zstd)).unwrap();
+    let mut rng = common::Rng(7);
+    let rows: Vec<u8> =
+        (0..n * row).map(|i| if i % 3 == 0 { rng.next() as u8 } else { (i / row) as u8 }).collect();
+    w.append(&rows).unwrap();
+    w.close().unwrap();
+    Store::open(&path).unwrap()
+}
+
+#[test]
+fn many_requests_in_flight_by_default() {
+    let dir = tempfile::tempdir().unwrap();
+    let local = store(dir.path(), 20_000, 512);
+    let server = LatencyServer::start(dir.path(), DELAY);
+    let remote = RemoteStore::open_blocking(&server.url("s/")).unwrap();
+    assert_eq!(remote.as_async().options().concurrency, 64);
+    let mut sampler = Sampler::new(local.len(), 256, Mode::Iid, 3).unwrap();
+    // Warm: the location pages.
+    let first = sampler.next_batch();
+    assert_eq!(remote.gather(&first).unwrap().bytes(), local.gather(&first).unwrap().bytes());
+    server.reset_peak();
+    for _ in 0..3 {
+        let batch = sampler.next_batch();
+        let before = remote.stats();
+        let t0 = Instant::now();
+        let got = remote.gather(&batch).unwrap();
+        let took = t0.elapsed();
+        assert_eq!(got.bytes(), local.gather(&batch).unwrap().bytes());
+        let requests = remote.stats().requests - before.requests;
+        assert!(requests > 100, "{requests} requests: random records far apart are read one by one");
+        // In waves of 64: a few latencies, where 6 in flight would take requests / 6.
+        let waves = requests.div_ceil(64) as u32;
+        assert!(took < DELAY * (waves + 4), "{requests} requests took {took:?}");
+    }
+    assert!(server.peak_in_flight() >= 60, "peak in flight {}", server.peak_in_flight());
+}
+
+#[test]
+fn the_limit_is_an_option() {
+    let dir = tempfile::tempdir().unwrap();
+    let local = store(dir.path(), 2_000, 512);
+    let server = LatencyServer::start(dir.path(), Duration::from_millis(5));
+    let options = RemoteOptions { concurrency: 8, max_gap: 0, ..Default::default() };
+    let remote = RemoteStore::open_blocking_with(&server.url("s/"), options, HttpOptions::default()).unwrap();
+    let batch: Vec<u64> = (0..2000).step_by(7).collect();
+    assert_eq!(remote.gather(&batch).unwrap().bytes(), local.gather(&batch).unwrap().bytes());
+    assert!(server.peak_in_flight() <= 8, "peak {}", server.peak_in_flight());
+    assert!(server.peak_in_flight() >= 6, "peak {}", server.peak_in_flight());
+}
