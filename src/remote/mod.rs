@@ -16,6 +16,7 @@
 //! # Ok::<(), zrecord::Error>(())
 //! ```
 
+mod cost;
 mod exec;
 mod files;
 mod http;

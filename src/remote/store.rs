@@ -13,6 +13,7 @@
 //! comes with the first data answer, and the open-time rule
 //! `size(data.zr) >= tail_offset` is applied then, before any record decodes.
 
+use super::cost;
 use super::exec::for_each_bounded;
 use super::files::{add, get, lock, StoreFiles};
 use super::http::{HttpGet, HttpRanges, Retry};
@@ -304,10 +305,25 @@ impl<T: RangeRead> RemoteStore<T> {
     /// concurrency`, at most `max_gap`.
     fn merge_gap(&self) -> u64 {
         let by_cost = match (self.latency(), self.bandwidth()) {
-            (Some(l), Some(b)) => (l * b / self.options.concurrency.max(1) as f64) as u64,
+            (Some(l), Some(b)) => cost::per_gap(l, b, self.options.concurrency),
             _ => UNMEASURED_GAP,
         };
         by_cost.min(self.options.max_gap)
+    }
+
+    /// How to merge the reads of records at `locs`: gaps up to
+    /// [`Self::merge_gap`], more when that fills whole waves of requests
+    /// cheaply (see `cost.rs`).
+    fn data_merge(&self, locs: &[RecordLoc]) -> Merge {
+        let base = self.merge_gap();
+        let gap = match (self.latency(), self.bandwidth()) {
+            (Some(l), Some(b)) => {
+                let ranges: Vec<(u64, u64)> = locs.iter().map(|l| (l.offset, l.end())).collect();
+                cost::batch_gap(&ranges, base, self.options.max_gap, self.options.concurrency, l, b)
+            }
+            _ => base,
+        };
+        self.merge(gap)
     }
 
     /// Learn from one batch of reads: `quickest` read's seconds, `bytes`
@@ -448,7 +464,7 @@ impl<T: RangeRead> RemoteStore<T> {
         locs: &[RecordLoc],
         parts: &mut [&mut [u8]],
     ) -> Result<()> {
-        let reads = plan.reads(locs, self.merge(self.merge_gap()));
+        let reads = plan.reads(locs, self.data_merge(locs));
         self.read_all(StoreFile::Data, &reads, |k, src| plan.decode(k, src, parts[k])).await
     }
 
@@ -457,7 +473,7 @@ impl<T: RangeRead> RemoteStore<T> {
     /// answer, so every length must be backed by bytes that arrived, and each
     /// big frame must declare its claim. Buffers are allocated as bytes arrive.
     async fn read_checked(&self, plan: &GatherPlan<'_>, locs: &[RecordLoc]) -> Result<Vec<Vec<u8>>> {
-        let reads = plan.reads(locs, self.merge(self.merge_gap()));
+        let reads = plan.reads(locs, self.data_merge(locs));
         let mut stored = vec![Vec::new(); locs.len()];
         self.read_all(StoreFile::Data, &reads, |k, src| {
             plan.check_frame_head(k, &locs[k], src)?;
