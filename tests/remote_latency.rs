@@ -48,9 +48,9 @@ fn many_requests_in_flight_by_default() {
         assert_eq!(got.bytes(), local.gather(&batch).unwrap().bytes());
         let requests = remote.stats().requests - before.requests;
         assert!(requests > 100, "{requests} requests: random records far apart are read one by one");
-        // In waves of 64: a few latencies, where 6 in flight would take requests / 6.
-        let waves = requests.div_ceil(64) as u32;
-        assert!(took < DELAY * (waves + 4), "{requests} requests took {took:?}");
+        // In waves of 64: a few latencies, where 6 in flight would take
+        // requests / 6 of them (generous, for a loaded debug build).
+        assert!(took < DELAY * (requests / 12) as u32, "{requests} requests took {took:?}");
     }
     assert!(server.peak_in_flight() >= 60, "peak in flight {}", server.peak_in_flight());
 }
