@@ -24,6 +24,7 @@ mod get;
 mod import;
 mod info;
 mod npyfile;
+#[cfg(feature = "cloud")]
 mod push;
 mod recode;
 mod records;
@@ -75,6 +76,7 @@ enum Command {
     /// Random batches from a store, local or remote: records/s, latency, requests per batch.
     Bench(bench::Args),
     /// Publish a local store to a bucket (s3://, gs://, az://), meta.zr last.
+    #[cfg(feature = "cloud")]
     Push(push::Args),
     /// Serve a directory of stores over HTTP with the web viewer, until Ctrl-C.
     Serve(serve::ServeArgs),
@@ -98,6 +100,7 @@ pub fn main() -> ExitCode {
         Command::TrainDict(a) => train_dict::run(&ctx, a),
         Command::Demo(a) => demo::run(&ctx, a),
         Command::Bench(a) => bench::run(&ctx, a),
+        #[cfg(feature = "cloud")]
         Command::Push(a) => push::run(&ctx, a),
         Command::Serve(a) => serve::run_serve(&ctx, a),
         Command::View(a) => serve::run_view(&ctx, a),

@@ -97,6 +97,9 @@ impl Default for RemoteOptions {
     }
 }
 
+/// A read's bytes and how long it took (when the transport has a clock).
+type Timed = (Vec<u8>, Option<Duration>);
+
 /// What requests cost, as measured.
 #[derive(Clone, Copy, Debug, Default)]
 struct Costs {
@@ -364,7 +367,7 @@ impl<T: RangeRead> RemoteStore<T> {
         let data_rules = (file == StoreFile::Data).then(|| self.info());
         let clock = || self.files.transport.now();
         let t0 = clock();
-        let futures: Vec<LocalBoxFuture<'_, Result<(Vec<u8>, Option<Duration>)>>> = reads
+        let futures: Vec<LocalBoxFuture<'_, Result<Timed>>> = reads
             .fetches()
             .iter()
             .map(|f| {
@@ -374,7 +377,7 @@ impl<T: RangeRead> RemoteStore<T> {
                     let bytes = self.files.read(file, range, false, data_rules).await?.bytes;
                     let took = start.zip(clock()).map(|(a, b)| b.saturating_sub(a));
                     Ok((bytes, took))
-                }) as LocalBoxFuture<'_, Result<(Vec<u8>, Option<Duration>)>>
+                }) as LocalBoxFuture<'_, Result<Timed>>
             })
             .collect();
         let (mut quickest, mut received) = (None::<Duration>, 0u64);
