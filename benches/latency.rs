@@ -160,14 +160,16 @@ fn main() {
         None,
     ));
 
-    println!("\n| reader | in flight | records/s | p50 ms | p95 ms | requests/batch | KiB/batch | bound records/s | of bound |");
-    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
     println!(
-        "| before (the issue's numbers), {at} | 6 | {TODAY_RECORDS_S:.0} | {TODAY_P50_MS:.0} | – | ~209 | – | – | – |"
+        "\n| reader | in flight | records/s | p50 ms | p95 ms | requests/batch | KiB/batch | bound batches/s | bound records/s | of bound |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!(
+        "| before (the issue's numbers), {at} | 6 | {TODAY_RECORDS_S:.0} | {TODAY_P50_MS:.0} | – | ~209 | – | – | – | – |"
     );
     for r in &rows {
         println!(
-            "| {} | {} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {} | {} |",
+            "| {} | {} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {} | {} | {} |",
             r["name"].as_str().unwrap_or("?"),
             r["concurrency"],
             f(&r["records_per_s"]),
@@ -175,11 +177,12 @@ fn main() {
             r["p95_ms"].as_f64().unwrap_or(f64::NAN),
             r["requests_per_batch"].as_f64().unwrap_or(f64::NAN),
             r["bytes_per_batch"].as_f64().unwrap_or(f64::NAN) / 1024.0,
+            r["bound_batches_per_s"].as_f64().map_or("–".into(), |x| format!("{x:.1}")),
             f(&r["bound_records_per_s"]),
             r["of_bound"].as_f64().map_or("–".into(), |x| format!("{:.0}%", x * 100.0)),
         );
     }
-    println!("| before (the issue's numbers), nginx loopback | 6 | {TODAY_NGINX_RECORDS_S:.0} | – | – | – | – | – | – |");
+    println!("| before (the issue's numbers), nginx loopback | 6 | {TODAY_NGINX_RECORDS_S:.0} | – | – | – | – | – | – | – |");
     let d = &rows[0];
     let p50 = d["p50_ms"].as_f64().unwrap_or(f64::NAN);
     let of_bound = d["of_bound"].as_f64().unwrap_or(0.0);
