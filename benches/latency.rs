@@ -4,7 +4,8 @@
 //! default settings from a server that answers every request after a fixed
 //! delay (20 ms: in-region S3 GET latency at p50), with unlimited
 //! concurrency. Rows: the defaults (64 in flight), 6 in flight (a browser's
-//! limit, the old native default), and nginx on loopback with no added delay.
+//! limit, the old native default), the same server as an S3 endpoint read
+//! through object_store (`s3://`), and nginx on loopback with no added delay.
 //!
 //! ```text
 //! cargo bench --bench latency                       # full run, about a minute after the build
@@ -26,6 +27,7 @@ use common::{iid_batches, load_average, percentile, write_store, Workload, BATCH
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
+use zrecord::remote::objstore::{BucketRetry, ObjectRanges};
 use zrecord::remote::{BlockingStore, HttpOptions, RemoteOptions, RemoteStore};
 use zrecord::{Codec, DenseBatch, Records, Store};
 
@@ -152,6 +154,21 @@ fn main() {
     ));
     let six = RemoteOptions { concurrency: 6, ..RemoteOptions::default() };
     rows.push(measure(&format!("{at}, 6 in flight"), &open(&slow.url("tokens/"), six), &local, &batches, l));
+    // The same server as an S3 endpoint (path-style GET /tokens/meta.zr),
+    // read through object_store: signing, its client and retries included.
+    let config: Vec<(String, String)> = [
+        ("aws_endpoint", format!("http://127.0.0.1:{}", slow.port)),
+        ("aws_allow_http", "true".into()),
+        ("aws_access_key_id", "bench".into()),
+        ("aws_secret_access_key", "bench".into()),
+        ("aws_region", "us-east-1".into()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect();
+    let s3 = ObjectRanges::with_config("s3://tokens", BucketRetry::default(), &config).expect("s3 client");
+    let s3 = BlockingStore::open(Box::new(s3), defaults.clone()).expect("open s3://");
+    rows.push(measure(&format!("{at}, s3:// (object_store), defaults"), &s3, &local, &batches, l));
     rows.push(measure(
         "nginx loopback, defaults",
         &open(&fast.url("tokens/"), defaults),
@@ -186,7 +203,7 @@ fn main() {
     let d = &rows[0];
     let p50 = d["p50_ms"].as_f64().unwrap_or(f64::NAN);
     let of_bound = d["of_bound"].as_f64().unwrap_or(0.0);
-    let nginx = rows[2]["records_per_s"].as_f64().unwrap_or(0.0);
+    let nginx = rows[3]["records_per_s"].as_f64().unwrap_or(0.0);
     println!("\ntargets (defaults):");
     println!(
         "  median batch at {at}: {p50:.1} ms (goal <= 100 ms): {}",

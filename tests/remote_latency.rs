@@ -17,14 +17,17 @@ use zrecord::{Codec, Records, Store};
 const DELAY: Duration = Duration::from_millis(20);
 
 fn store(dir: &std::path::Path, n: usize, row: usize) -> Store {
-    let path = dir.join("s");
-    let mut w = Writer::create_dense(&path, "|u1", &[row as u64], CreateOptions::codec(Codec::Zstd)).unwrap();
+    store_at(&dir.join("s"), n, row)
+}
+
+fn store_at(path: &std::path::Path, n: usize, row: usize) -> Store {
+    let mut w = Writer::create_dense(path, "|u1", &[row as u64], CreateOptions::codec(Codec::Zstd)).unwrap();
     let mut rng = common::Rng(7);
     let rows: Vec<u8> =
         (0..n * row).map(|i| if i % 3 == 0 { rng.next() as u8 } else { (i / row) as u8 }).collect();
     w.append(&rows).unwrap();
     w.close().unwrap();
-    Store::open(&path).unwrap()
+    Store::open(path).unwrap()
 }
 
 #[test]
@@ -66,4 +69,61 @@ fn the_limit_is_an_option() {
     assert_eq!(remote.gather(&batch).unwrap().bytes(), local.gather(&batch).unwrap().bytes());
     assert!(server.peak_in_flight() <= 8, "peak {}", server.peak_in_flight());
     assert!(server.peak_in_flight() >= 6, "peak {}", server.peak_in_flight());
+}
+
+/// The latency server as an S3 endpoint (path-style GETs of
+/// `/bucket/key`; it ignores signatures).
+#[cfg(feature = "cloud")]
+fn s3_config(server: &LatencyServer) -> Vec<(String, String)> {
+    [
+        ("aws_endpoint", format!("http://127.0.0.1:{}", server.port)),
+        ("aws_allow_http", "true".into()),
+        ("aws_access_key_id", "key".into()),
+        ("aws_secret_access_key", "secret".into()),
+        ("aws_region", "us-east-1".into()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect()
+}
+
+#[cfg(feature = "cloud")]
+#[test]
+fn buckets_retry_slow_down_and_keep_many_requests_in_flight() {
+    use zrecord::remote::objstore::{BucketRetry, ObjectRanges};
+    use zrecord::remote::BlockingStore;
+    let dir = tempfile::tempdir().unwrap();
+    let local = store_at(&dir.path().join("bucket/s"), 20_000, 512);
+    // The first three requests are throttled: object_store backs off and retries.
+    let server = LatencyServer::start_with(dir.path(), Duration::from_millis(10), 3);
+    let retry =
+        BucketRetry { retries: 5, backoff: Duration::from_millis(10), timeout: Duration::from_secs(20) };
+    let t = ObjectRanges::with_config("s3://bucket/s", retry, &s3_config(&server)).unwrap();
+    let remote = BlockingStore::open(Box::new(t), RemoteOptions::default()).unwrap();
+    assert!(server.requests() >= 4, "the open was retried");
+    let mut sampler = Sampler::new(local.len(), 256, Mode::Iid, 5).unwrap();
+    let first = sampler.next_batch();
+    assert_eq!(remote.gather(&first).unwrap().bytes(), local.gather(&first).unwrap().bytes());
+    server.reset_peak();
+    let batch = sampler.next_batch();
+    assert_eq!(remote.gather(&batch).unwrap().bytes(), local.gather(&batch).unwrap().bytes());
+    assert!(server.peak_in_flight() >= 60, "peak in flight {}", server.peak_in_flight());
+}
+
+#[cfg(feature = "cloud")]
+#[test]
+fn bucket_retries_are_bounded() {
+    use zrecord::remote::objstore::{BucketRetry, ObjectRanges};
+    use zrecord::remote::BlockingStore;
+    let dir = tempfile::tempdir().unwrap();
+    store_at(&dir.path().join("bucket/s"), 10, 16);
+    let server = LatencyServer::start_with(dir.path(), Duration::from_millis(1), u64::MAX);
+    let retry =
+        BucketRetry { retries: 2, backoff: Duration::from_millis(5), timeout: Duration::from_secs(5) };
+    let t = ObjectRanges::with_config("s3://bucket/s", retry, &s3_config(&server)).unwrap();
+    let t0 = Instant::now();
+    let err = BlockingStore::open(Box::new(t), RemoteOptions::default()).unwrap_err().to_string();
+    assert!(err.contains("s3://bucket/s/meta.zr") && err.contains("503"), "{err}");
+    assert_eq!(server.requests(), 3, "one attempt and two retries");
+    assert!(t0.elapsed() < Duration::from_secs(5));
 }

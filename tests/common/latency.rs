@@ -23,6 +23,8 @@ struct Counts {
 struct Shared {
     root: PathBuf,
     delay: Duration,
+    /// Answer this many requests first with S3's `503 SlowDown`.
+    slow_down: AtomicU64,
     files: Mutex<HashMap<PathBuf, Arc<Vec<u8>>>>,
     counts: Counts,
 }
@@ -37,6 +39,12 @@ pub struct LatencyServer {
 impl LatencyServer {
     /// Serve `root` after `delay` per request, on a free loopback port.
     pub fn start(root: &Path, delay: Duration) -> LatencyServer {
+        Self::start_with(root, delay, 0)
+    }
+
+    /// As [`LatencyServer::start`], answering the first `slow_down`
+    /// requests with S3's `503 SlowDown` (as a throttled bucket does).
+    pub fn start_with(root: &Path, delay: Duration, slow_down: u64) -> LatencyServer {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .thread_name("latency-server")
@@ -46,6 +54,7 @@ impl LatencyServer {
         let shared = Arc::new(Shared {
             root: root.canonicalize().unwrap(),
             delay,
+            slow_down: AtomicU64::new(slow_down),
             files: Mutex::default(),
             counts: Counts::default(),
         });
@@ -150,9 +159,18 @@ async fn serve_connection(mut conn: TcpStream, shared: Arc<Shared>) {
         c.in_flight.fetch_sub(1, Ordering::Relaxed);
 
         let (status, mut headers, body): (&str, Vec<String>, &[u8]);
-        let found = if method == "GET" || method == "HEAD" { file(&shared, path) } else { None };
+        let throttled =
+            shared.slow_down.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1)).is_ok();
+        let found =
+            if (method == "GET" || method == "HEAD") && !throttled { file(&shared, path) } else { None };
         let etag;
         match &found {
+            None if throttled => {
+                status = "503 Slow Down";
+                headers = vec!["Content-Type: application/xml".into()];
+                body = b"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>";
+                etag = String::new();
+            }
             None => {
                 status = "404 Not Found";
                 headers = Vec::new();
