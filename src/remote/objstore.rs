@@ -120,8 +120,10 @@ impl Bucket {
         };
         let store = built.map_err(|e| bad(format!("configuring the {scheme} client: {e}")))?;
         let mut path = path.trim_matches('/').to_string();
-        if let Some(dir) = path.strip_suffix(StoreFile::Meta.name()) {
-            path = dir.trim_end_matches('/').to_string();
+        if path == StoreFile::Meta.name() {
+            path.clear();
+        } else if let Some(dir) = path.strip_suffix(&format!("/{}", StoreFile::Meta.name())) {
+            path = dir.to_string();
         }
         let prefix = ObjectPath::from(path.as_str());
         let url = if path.is_empty() { format!("{root}/") } else { format!("{root}/{path}/") };
@@ -267,6 +269,20 @@ impl RangeRead for ObjectRanges {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn store_prefixes() {
+        let at =
+            |url: &str| Bucket::from_url(url, BucketRetry::default()).map(|b| (b.prefix.to_string(), b.url));
+        let env_free = |url: &str| at(url).unwrap_or_else(|e| panic!("{url}: {e}"));
+        for url in ["s3://b/a/store", "s3://b/a/store/", "s3://b/a/store/meta.zr"] {
+            assert_eq!(env_free(url), ("a/store".to_string(), "s3://b/a/store/".to_string()), "{url}");
+        }
+        assert_eq!(env_free("s3://b/a/xmeta.zr").0, "a/xmeta.zr");
+        assert_eq!(env_free("s3://b/meta.zr"), (String::new(), "s3://b/".to_string()));
+        assert!(at("s3:///x").is_err());
+        assert!(at("ftp://b/x").is_err());
+    }
 
     #[test]
     fn bucket_urls() {

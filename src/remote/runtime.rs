@@ -15,14 +15,16 @@ use std::time::{Duration, Instant};
 use tokio::runtime::{Builder, Handle, Runtime};
 use tokio::task::JoinHandle;
 
-/// The process's runtime: two worker threads do the socket work of hundreds
-/// of requests in flight (the bytes are decoded on the caller's threads).
+/// The process's runtime: two to four worker threads do the socket (and TLS)
+/// work of hundreds of requests in flight; the bytes are decoded on the
+/// caller's threads.
 pub fn handle() -> &'static Handle {
     static RUNTIME: OnceLock<Runtime> = OnceLock::new();
     RUNTIME
         .get_or_init(|| {
+            let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
             Builder::new_multi_thread()
-                .worker_threads(2)
+                .worker_threads(cores.clamp(2, 4))
                 .thread_name("zrecord-io")
                 .enable_all()
                 .build()
