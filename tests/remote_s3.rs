@@ -81,6 +81,10 @@ fn every_fixture_pushes_and_reads_back_byte_exactly() {
         let local =
             Command::new(env!("CARGO_BIN_EXE_zrecord")).args(["checksum"]).arg(f.path()).output().unwrap();
         assert_eq!(ok(&moto, &[&"checksum", &url]).as_bytes(), local.stdout.as_slice(), "{}", f.name);
+        // info asks for data.zr's size (a 1-byte read; an empty data.zr answers 416).
+        let info: serde_json::Value = serde_json::from_str(&ok(&moto, &[&"info", &"--json", &url])).unwrap();
+        let data = std::fs::metadata(f.path().join("data.zr")).unwrap().len();
+        assert_eq!(info["sizes"]["data"], data, "{}", f.name);
     }
     // Pushing again uploads nothing.
     let f = &fixtures()[0];
