@@ -58,7 +58,8 @@ pub struct RemoteOptions {
     /// Location pages (64 KiB, 4,096 records each) kept in the LRU (default 64).
     pub cache_pages: usize,
     /// Retries of a transient failure (5xx, 408, 429, network) by transports
-    /// that retry, such as HTTP (default 3).
+    /// that retry, such as HTTP (default 3). Buckets retry as object_store
+    /// does (see `objstore::BucketRetry`: 10 retries within 3 minutes).
     pub retries: u32,
     /// Wait before the first retry; doubled each time, jittered, at most 10 s (default 200 ms).
     pub backoff: Duration,
