@@ -369,7 +369,7 @@ fn main() {
                     plan.push(
                         json!({"name": format!("{}/{origin}/fetch", b.name), "kind": "fetchRate", "args": {
                         "file": format!("{}data.zr", url(server, b.name)), "size": 2048,
-                        "concurrency": RemoteOptions::default().concurrency, "budgetMs": budget_ms}}),
+                        "concurrency": RemoteOptions::browser().concurrency, "budgetMs": budget_ms}}),
                     );
                 }
             }

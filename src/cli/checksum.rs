@@ -15,7 +15,7 @@ use std::path::PathBuf;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Store directory, or its http(s):// URL.
+    /// Store directory, or its URL (s3://, gs://, az://, http(s)://).
     store: PathBuf,
     /// JSON lines instead of text.
     #[arg(long)]

@@ -19,7 +19,7 @@ use zrecord::{npy, Batch, DType, Geometry};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Store directory, or its http(s):// URL.
+    /// Store directory, or its URL (s3://, gs://, az://, http(s)://).
     store: PathBuf,
     /// Output .npy (Dense), or the values .npy (Ragged).
     out: PathBuf,

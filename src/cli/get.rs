@@ -14,7 +14,7 @@ use zrecord::Batch;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Store directory, or its http(s):// URL.
+    /// Store directory, or its URL (s3://, gs://, az://, http(s)://).
     store: PathBuf,
     /// Record indices.
     #[arg(required = true, value_name = "IDX")]

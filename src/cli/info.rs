@@ -11,7 +11,7 @@ use zrecord::{DType, Geometry};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Store directory, or its http(s):// URL.
+    /// Store directory, or its URL (s3://, gs://, az://, http(s)://).
     store: PathBuf,
     /// One JSON object instead of text.
     #[arg(long)]

@@ -1,6 +1,6 @@
 //! The command line: one small module per command, sharing [`common`]
 //! (errors, progress bars, output cleanup) and [`records`] (the store a
-//! command reads from: a directory, or an `http(s)://` URL).
+//! command reads from: a directory, or a bucket or `http(s)://` URL).
 //!
 //! Conventions every command follows:
 //! - results go to stdout, progress bars and warnings to stderr; bars show
@@ -15,6 +15,7 @@
 //!   never opens as a valid store;
 //! - a closed stdout (`zrecord checksum s | head`) ends the command quietly.
 
+mod bench;
 mod checksum;
 mod common;
 #[cfg(feature = "serve")]
@@ -24,6 +25,8 @@ mod get;
 mod import;
 mod info;
 mod npyfile;
+#[cfg(feature = "cloud")]
+mod push;
 mod recode;
 mod records;
 mod sample;
@@ -76,6 +79,11 @@ enum Command {
     /// Write small demo stores and serve them with the web viewer.
     #[cfg(feature = "serve")]
     Demo(demo::Args),
+    /// Random batches from a store, local or remote: records/s, latency, requests per batch.
+    Bench(bench::Args),
+    /// Publish a local store to a bucket (s3://, gs://, az://), meta.zr last.
+    #[cfg(feature = "cloud")]
+    Push(push::Args),
     /// Serve a directory of stores over HTTP with the web viewer, until Ctrl-C.
     #[cfg(feature = "serve")]
     Serve(serve::ServeArgs),
@@ -101,6 +109,9 @@ pub fn main() -> ExitCode {
         Command::TrainDict(a) => train_dict::run(&ctx, a),
         #[cfg(feature = "serve")]
         Command::Demo(a) => demo::run(&ctx, a),
+        Command::Bench(a) => bench::run(&ctx, a),
+        #[cfg(feature = "cloud")]
+        Command::Push(a) => push::run(&ctx, a),
         #[cfg(feature = "serve")]
         Command::Serve(a) => serve::run_serve(&ctx, a),
         #[cfg(feature = "serve")]

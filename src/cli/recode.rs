@@ -9,7 +9,7 @@ use zrecord::{Batch, Geometry, Writer};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Source store: a directory, or an http(s):// URL.
+    /// Source store: a directory, or a URL (s3://, gs://, az://, http(s)://).
     src: PathBuf,
     /// New store directory (must not exist, or be empty).
     dst: PathBuf,

@@ -11,7 +11,7 @@ use zrecord::train::Tier;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// A store directory, a store's http(s):// URL, or a .npy file.
+    /// A store directory, a store URL (s3://, gs://, az://, http(s)://), or a .npy file.
     source: PathBuf,
     /// Dictionary size and sample budget: fast (32 KiB / 4 MiB), balanced (128 KiB / 16 MiB), max (1 MiB / 64 MiB).
     #[arg(long, default_value = "balanced", value_parser = parse_tier)]

@@ -19,7 +19,7 @@
 //! overlapping each other, and schema bytes that differ from
 //! Python's `msgpack.dumps` of the same schema.
 //!
-//! A **remote store** (`http(s)://` URL) is checked the same way on the bytes
+//! A **remote store** (`s3://`, `gs://`, `az://`, `http(s)://` URL) is checked the same way on the bytes
 //! fetched with Range requests: the locations of 4,096 records at a time,
 //! then their stored frames in coalesced requests (at most 64 MiB a round).
 //! What HTTP cannot show is not checked, and the output says so: other files
@@ -63,7 +63,7 @@ use zstd::zstd_safe;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Store directory, or its http(s):// URL.
+    /// Store directory, or its URL (s3://, gs://, az://, http(s)://).
     store: PathBuf,
     /// One JSON object: {"path", "len", "ok", "problems": [{"index", "message"}], "warnings": [...],
     /// "not_checked": [...], "requests"} (the last two say what a remote check could not see

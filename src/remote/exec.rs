@@ -6,49 +6,102 @@ use super::transport::LocalBoxFuture;
 use crate::{Error, Result};
 use std::future::{poll_fn, Future};
 use std::pin::pin;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Wake, Waker};
 use std::thread::{self, Thread};
+
+/// Which slots of a [`for_each_bounded`] were woken, and who to tell.
+#[derive(Default)]
+struct Ready {
+    slots: Mutex<Vec<usize>>,
+    parent: Mutex<Option<Waker>>,
+}
+
+/// The waker of one slot: marks it ready and wakes the task polling them all.
+struct SlotWaker {
+    slot: usize,
+    ready: Arc<Ready>,
+}
+
+impl Wake for SlotWaker {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+    fn wake_by_ref(self: &Arc<Self>) {
+        lock(&self.ready.slots).push(self.slot);
+        if let Some(w) = lock(&self.ready.parent).as_ref() {
+            w.wake_by_ref();
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 /// Run `futures` with at most `limit` in flight, handing each output to
 /// `done(index, value)` as it completes (on the calling task, so `done` may
 /// write into borrowed buffers). The first error stops everything: futures
 /// still in flight are dropped, which aborts their requests.
+///
+/// Each future has its own waker, so a wake-up polls only the futures that
+/// were woken, not all in flight (hundreds, natively).
 pub(crate) async fn for_each_bounded<'a, T>(
     futures: Vec<LocalBoxFuture<'a, Result<T>>>,
     limit: usize,
     mut done: impl FnMut(usize, T) -> Result<()>,
 ) -> Result<()> {
-    let limit = limit.max(1);
+    let limit = limit.max(1).min(futures.len().max(1));
     let mut queue = futures.into_iter().enumerate();
-    let mut running: Vec<(usize, LocalBoxFuture<'a, Result<T>>)> = Vec::with_capacity(limit);
-    poll_fn(|cx: &mut Context<'_>| loop {
-        while running.len() < limit {
-            match queue.next() {
-                Some(next) => running.push(next),
-                None => break,
+    let ready = Arc::new(Ready::default());
+    let wakers: Vec<Waker> =
+        (0..limit).map(|slot| Waker::from(Arc::new(SlotWaker { slot, ready: ready.clone() }))).collect();
+    type Running<'b, T> = Option<(usize, LocalBoxFuture<'b, Result<T>>)>;
+    let mut slots: Vec<Running<'a, T>> = (0..limit).map(|_| None).collect();
+    let mut live = 0usize;
+    poll_fn(|cx: &mut Context<'_>| {
+        {
+            let mut parent = lock(&ready.parent);
+            if !parent.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+                *parent = Some(cx.waker().clone());
             }
         }
-        if running.is_empty() {
-            return Poll::Ready(Ok(()));
-        }
-        let mut progressed = false;
-        let mut k = 0;
-        while k < running.len() {
-            match running[k].1.as_mut().poll(cx) {
-                Poll::Ready(out) => {
-                    let (index, _) = running.swap_remove(k);
-                    progressed = true;
+        loop {
+            // Start queued futures in free slots; each is polled once to begin.
+            for (slot, running) in slots.iter_mut().enumerate() {
+                if running.is_none() {
+                    match queue.next() {
+                        Some(next) => {
+                            *running = Some(next);
+                            live += 1;
+                            lock(&ready.slots).push(slot);
+                        }
+                        None => break,
+                    }
+                }
+            }
+            if live == 0 {
+                return Poll::Ready(Ok(()));
+            }
+            let mut woken = std::mem::take(&mut *lock(&ready.slots));
+            if woken.is_empty() {
+                return Poll::Pending;
+            }
+            woken.sort_unstable();
+            woken.dedup();
+            for slot in woken {
+                let Some((index, future)) = slots[slot].as_mut() else { continue };
+                let mut slot_cx = Context::from_waker(&wakers[slot]);
+                if let Poll::Ready(out) = future.as_mut().poll(&mut slot_cx) {
+                    let index = *index;
+                    slots[slot] = None;
+                    live -= 1;
                     if let Err(e) = out.and_then(|v| done(index, v)) {
-                        running.clear();
+                        slots.iter_mut().for_each(|s| *s = None);
                         return Poll::Ready(Err(e));
                     }
                 }
-                Poll::Pending => k += 1,
             }
-        }
-        if !progressed {
-            return Poll::Pending;
         }
     })
     .await

@@ -101,6 +101,11 @@ pub trait HttpGet {
 
     /// Wait `duration` (the back-off between retries).
     fn sleep(&self, duration: Duration) -> LocalBoxFuture<'_, ()>;
+
+    /// A monotonic clock, if the client has one (see [`RangeRead::now`]).
+    fn now(&self) -> Option<Duration> {
+        None
+    }
 }
 
 impl<G: HttpGet + ?Sized> HttpGet for Box<G> {
@@ -110,15 +115,39 @@ impl<G: HttpGet + ?Sized> HttpGet for Box<G> {
     fn sleep(&self, duration: Duration) -> LocalBoxFuture<'_, ()> {
         (**self).sleep(duration)
     }
+    fn now(&self) -> Option<Duration> {
+        (**self).now()
+    }
 }
 
-/// How an [`HttpRanges`] retries a transient failure (5xx, 408, 429, network).
+/// How an [`HttpRanges`] retries a transient failure (5xx, 408, 429 and
+/// S3's 503 `SlowDown`, network): exponential back-off with jitter, bounded
+/// in count and so in time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Retry {
     /// Retries after the first attempt.
     pub retries: u32,
-    /// Wait before the first retry; doubled each time, at most 10 s.
+    /// Wait before the first retry; doubled each time, at most 10 s, and
+    /// each wait drawn uniformly from its upper half (jitter, so clients
+    /// refused together do not come back together).
     pub backoff: Duration,
+}
+
+impl Retry {
+    /// The wait before retry `attempt` (1-based), jittered by `salt`.
+    pub fn wait(&self, attempt: u32, salt: u64) -> Duration {
+        let full = self
+            .backoff
+            .saturating_mul(1 << (attempt.saturating_sub(1)).min(16))
+            .min(Duration::from_secs(10));
+        // splitmix64: no clock or OS randomness needed (wasm32 has neither at hand).
+        let mut z = salt.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^= z >> 31;
+        let frac = (z >> 11) as f64 / (1u64 << 53) as f64;
+        full.mul_f64(0.5 + 0.5 * frac)
+    }
 }
 
 /// A store's files at a URL, read with ranged GETs through `G`.
@@ -169,9 +198,8 @@ impl<G: HttpGet> HttpRanges<G> {
         let mut last = String::new();
         for attempt in 0..attempts {
             if attempt > 0 {
-                self.retries.fetch_add(1, Ordering::Relaxed);
-                let wait = self.retry.backoff.saturating_mul(1 << (attempt - 1).min(16));
-                self.get.sleep(wait.min(Duration::from_secs(10))).await;
+                let salt = self.retries.fetch_add(1, Ordering::Relaxed) ^ req.range.start;
+                self.get.sleep(self.retry.wait(attempt, salt)).await;
             }
             let http =
                 HttpRequest { url: url.clone(), range: req.range.clone(), if_match: req.if_version.clone() };
@@ -202,6 +230,9 @@ impl<G: HttpGet> RangeRead for HttpRanges<G> {
     }
     fn retries(&self) -> u64 {
         self.retries.load(Ordering::Relaxed)
+    }
+    fn now(&self) -> Option<Duration> {
+        self.get.now()
     }
 }
 

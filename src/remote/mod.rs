@@ -1,14 +1,20 @@
-//! Stores read over HTTP Range requests, in browsers (wasm, ruzstd) and natively.
+//! Stores read over range reads: from buckets and HTTP servers natively, and
+//! in browsers (wasm, ruzstd).
 //!
 //! One async driver ([`RemoteStore`]) walks the core's gather plans over a
 //! plain range-read transport ([`RangeRead`]): HTTP through [`HttpRanges`]
 //! (which owns every check of an HTTP answer) over any [`HttpGet`] client —
-//! the native one ([`HttpClient`], feature `http`), the browser's `fetch` —
-//! or a transport with no HTTP in it, such as the browser's local `Blob`s.
+//! the native one ([`HttpClient`], reqwest, feature `http`), the browser's
+//! `fetch` — buckets through object_store ([`objstore::ObjectRanges`],
+//! feature `cloud`: `s3://`, `gs://`, `az://`), or a transport with no
+//! network in it, such as the browser's local `Blob`s. Natively every request
+//! is a task on one tokio runtime ([`runtime`]) and 64 are in flight by
+//! default; [`RemoteOptions::browser`] keeps a browser's 6.
 //!
 //! ```no_run
 //! # #[cfg(feature = "http")] {
 //! use zrecord::Records;
+//! // Or "s3://bucket/stores/train", configured from AWS_* variables.
 //! let store = zrecord::remote::RemoteStore::open_blocking("https://example.org/stores/train/")?;
 //! let batch = store.gather(&[3, 1, 4])?;
 //! println!("{:?} {}", batch.shape(), store.stats().requests);
@@ -16,6 +22,7 @@
 //! # Ok::<(), zrecord::Error>(())
 //! ```
 
+mod cost;
 mod exec;
 mod files;
 mod http;
@@ -32,6 +39,11 @@ pub use transport::{LocalBoxFuture, RangeRead, Ranged, ReadRequest};
 cfg_if::cfg_if! {
     if #[cfg(feature = "http")] {
         mod native;
-        pub use native::{BlockingStore, HttpClient, HttpOptions};
+        pub mod runtime;
+        pub use native::{transport_for, AnyTransport, BlockingStore, HttpClient, HttpOptions};
     }
 }
+#[cfg(feature = "cloud")]
+pub mod objstore;
+#[cfg(feature = "cloud")]
+pub mod push;

@@ -1,26 +1,19 @@
-//! The native transport and a blocking facade for the CLI.
+//! The native HTTP client and a blocking facade for the CLI.
 //!
-//! ureq (blocking, rustls, no async runtime: a few crates that build in well
-//! under a minute on two cores, where reqwest would bring tokio and hyper)
-//! sends each request on a small pool of worker threads; the driver awaits
-//! them as futures, so the bounded concurrency of the async driver is real
-//! concurrency here too. Connections are kept alive and shared by the pool.
+//! reqwest (hyper, rustls) on the process's one tokio runtime
+//! ([`super::runtime`]): each request is a task there, so hundreds can be in
+//! flight on two threads, and the driver awaits them from its own executor.
+//! Connections are kept alive and shared by every store of the process.
 
 use super::exec::block_on;
 use super::http::{HttpError, HttpGet, HttpRanges, HttpRequest, HttpResponse};
+use super::runtime;
 use super::store::{RemoteOptions, RemoteSizes, RemoteStats, RemoteStore};
-use super::transport::LocalBoxFuture;
+use super::transport::{LocalBoxFuture, RangeRead};
 use crate::batch::{DenseBatch, RaggedBatch};
 use crate::format::{FileSizes, RecordLoc, StoreInfo};
 use crate::records::Records;
 use crate::Result;
-use std::future::Future;
-use std::io::Read;
-use std::pin::Pin;
-use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll, Waker};
-use std::thread;
 use std::time::Duration;
 
 /// Settings of the native HTTP client.
@@ -32,8 +25,6 @@ pub struct HttpOptions {
     pub timeout: Duration,
     /// Connect time limit (default 10 s).
     pub connect_timeout: Duration,
-    /// Worker threads, i.e. requests that can be in flight (default 8).
-    pub threads: usize,
 }
 
 impl Default for HttpOptions {
@@ -42,18 +33,16 @@ impl Default for HttpOptions {
             headers: Vec::new(),
             timeout: Duration::from_secs(30),
             connect_timeout: Duration::from_secs(10),
-            threads: 8,
         }
     }
 }
 
-type Job = Box<dyn FnOnce() + Send>;
-
-/// An HTTP(S) [`HttpGet`] on ureq and a few worker threads.
+/// An HTTP(S) [`HttpGet`] on reqwest, its requests running as tasks on the
+/// shared tokio runtime.
+#[derive(Clone)]
 pub struct HttpClient {
-    agent: ureq::Agent,
-    headers: Arc<Vec<(String, String)>>,
-    jobs: Mutex<mpsc::Sender<Job>>,
+    client: reqwest::Client,
+    headers: reqwest::header::HeaderMap,
 }
 
 impl std::fmt::Debug for HttpClient {
@@ -64,67 +53,54 @@ impl std::fmt::Debug for HttpClient {
 
 impl Default for HttpClient {
     fn default() -> Self {
-        HttpClient::new(HttpOptions::default())
+        HttpClient::new(HttpOptions::default()).expect("the default HTTP client builds")
     }
 }
 
 impl HttpClient {
-    /// A client with its worker threads (they end when the client is dropped).
-    pub fn new(options: HttpOptions) -> Self {
-        let threads = options.threads.max(1);
-        let agent: ureq::Agent = ureq::Agent::config_builder()
-            .http_status_as_error(false)
-            .timeout_global(Some(options.timeout))
-            .timeout_connect(Some(options.connect_timeout))
-            .max_idle_connections_per_host(threads)
+    /// A client (cheap to clone; clones share connections).
+    ///
+    /// # Errors
+    /// `InvalidArgument` for a header that is not valid HTTP.
+    pub fn new(options: HttpOptions) -> Result<Self> {
+        let bad = |why: String| crate::Error::InvalidArgument { store: "http client".into(), why };
+        let mut headers = reqwest::header::HeaderMap::new();
+        for (k, v) in &options.headers {
+            let name = reqwest::header::HeaderName::from_bytes(k.as_bytes())
+                .map_err(|e| bad(format!("header name {k:?}: {e}")))?;
+            let value = reqwest::header::HeaderValue::from_str(v)
+                .map_err(|e| bad(format!("header {k} value: {e}")))?;
+            headers.append(name, value);
+        }
+        let client = reqwest::Client::builder()
+            .timeout(options.timeout)
+            .connect_timeout(options.connect_timeout)
+            .pool_max_idle_per_host(1024)
+            .tcp_nodelay(true)
             .user_agent(concat!("zrecord/", env!("CARGO_PKG_VERSION")))
             .build()
-            .into();
-        let (tx, rx) = mpsc::channel::<Job>();
-        let rx = Arc::new(Mutex::new(rx));
-        for k in 0..threads {
-            let rx = rx.clone();
-            thread::Builder::new()
-                .name(format!("zrecord-http-{k}"))
-                .spawn(move || loop {
-                    let job = rx.lock().unwrap_or_else(|e| e.into_inner()).recv();
-                    match job {
-                        Ok(job) => job(),
-                        Err(_) => break,
-                    }
-                })
-                .expect("spawning an HTTP worker thread");
-        }
-        HttpClient { agent, headers: Arc::new(options.headers), jobs: Mutex::new(tx) }
-    }
-
-    fn run<T: Send + 'static>(&self, job: impl FnOnce() -> T + Send + 'static) -> Oneshot<T> {
-        let slot = Arc::new(Mutex::new(Slot { value: None, waker: None, done: false }));
-        let sender = Sender(slot.clone());
-        let job: Job = Box::new(move || sender.send(job()));
-        // If the workers are gone the job is dropped, and so is its sender:
-        // the receiver then sees the slot closed.
-        let _ = self.jobs.lock().unwrap_or_else(|e| e.into_inner()).send(job);
-        Oneshot(slot)
+            .map_err(|e| bad(format!("building the HTTP client: {e}")))?;
+        Ok(HttpClient { client, headers })
     }
 }
 
-fn send(
-    agent: &ureq::Agent,
-    headers: &[(String, String)],
-    req: &HttpRequest,
-) -> Result<HttpResponse, HttpError> {
-    let mut r = agent.get(&req.url).header("Range", req.range_header());
-    for (k, v) in headers {
-        r = r.header(k.as_str(), v.as_str());
-    }
+async fn send(
+    client: reqwest::Client,
+    headers: reqwest::header::HeaderMap,
+    req: HttpRequest,
+) -> std::result::Result<HttpResponse, HttpError> {
+    let mut r = client.get(&req.url).headers(headers).header("Range", req.range_header());
     if let Some(tag) = &req.if_match {
         r = r.header("If-Match", tag.as_str());
     }
-    let resp = r.call().map_err(|e| match e {
-        ureq::Error::BadUri(u) => HttpError::Fatal(format!("bad URL: {u}")),
-        e => HttpError::Network(e.to_string()),
-    })?;
+    let network = |e: reqwest::Error| {
+        if e.is_builder() {
+            HttpError::Fatal(format!("bad request: {e}"))
+        } else {
+            HttpError::Network(error_chain(&e))
+        }
+    };
+    let mut resp = r.send().await.map_err(network)?;
     let header = |name: &str| resp.headers().get(name).and_then(|v| v.to_str().ok()).map(str::to_string);
     let mut out = HttpResponse {
         status: resp.status().as_u16(),
@@ -134,117 +110,135 @@ fn send(
         body: Vec::new(),
     };
     if out.status == 206 || out.status == 200 {
-        let limit = req.body_limit();
-        let expect = header("content-length").and_then(|v| v.parse::<u64>().ok()).unwrap_or(0).min(limit);
+        let limit = req.body_limit() as usize;
+        let expect = resp.content_length().unwrap_or(0).min(limit as u64);
         out.body.reserve(expect as usize);
-        resp.into_body()
-            .into_reader()
-            .take(limit)
-            .read_to_end(&mut out.body)
-            .map_err(|e| HttpError::Network(format!("reading the body: {e}")))?;
+        while out.body.len() < limit {
+            match resp.chunk().await {
+                Ok(Some(chunk)) => {
+                    let take = chunk.len().min(limit - out.body.len());
+                    out.body.extend_from_slice(&chunk[..take]);
+                }
+                Ok(None) => break,
+                Err(e) => return Err(HttpError::Network(format!("reading the body: {}", error_chain(&e)))),
+            }
+        }
     }
     Ok(out)
 }
 
+/// An error and its causes, on one line (reqwest's own message is terse).
+pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        let c_s = c.to_string();
+        if !s.contains(&c_s) {
+            s.push_str(": ");
+            s.push_str(&c_s);
+        }
+        cause = c.source();
+    }
+    s
+}
+
 impl HttpGet for HttpClient {
-    fn get(&self, req: HttpRequest) -> LocalBoxFuture<'_, Result<HttpResponse, HttpError>> {
-        let agent = self.agent.clone();
-        let headers = self.headers.clone();
-        let done = self.run(move || send(&agent, &headers, &req));
+    fn get(&self, req: HttpRequest) -> LocalBoxFuture<'_, std::result::Result<HttpResponse, HttpError>> {
+        let task = runtime::spawn(send(self.client.clone(), self.headers.clone(), req));
         Box::pin(async move {
-            done.await.unwrap_or_else(|| Err(HttpError::Fatal("the HTTP worker thread stopped".into())))
+            task.await.unwrap_or_else(|| Err(HttpError::Fatal("the HTTP task stopped".into())))
         })
     }
 
     fn sleep(&self, duration: Duration) -> LocalBoxFuture<'_, ()> {
-        let slot = Arc::new(Mutex::new(Slot { value: None, waker: None, done: false }));
-        let sender = Sender(slot.clone());
-        thread::spawn(move || {
-            thread::sleep(duration);
-            sender.send(());
-        });
-        Box::pin(async move {
-            Oneshot(slot).await;
-        })
+        Box::pin(runtime::sleep(duration))
+    }
+
+    fn now(&self) -> Option<Duration> {
+        Some(runtime::now())
     }
 }
 
-struct Slot<T> {
-    value: Option<T>,
-    waker: Option<Waker>,
-    done: bool,
-}
+/// Any native transport, as a [`BlockingStore`] holds it.
+pub type AnyTransport = Box<dyn RangeRead + Send + Sync>;
 
-/// The sending half of a one-value channel; dropping it unsent closes it.
-struct Sender<T>(Arc<Mutex<Slot<T>>>);
-
-impl<T> Sender<T> {
-    fn send(self, value: T) {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).value = Some(value);
+/// The transport for `url`: object_store for `s3://`, `gs://`, `az://`
+/// (feature `cloud`), HTTP Range requests for `http(s)://`.
+///
+/// # Errors
+/// `InvalidArgument` for a URL no transport takes or a client that cannot
+/// be configured.
+pub fn transport_for(url: &str, options: &RemoteOptions, http: HttpOptions) -> Result<AnyTransport> {
+    #[cfg(feature = "cloud")]
+    if super::objstore::is_bucket_url(url) {
+        let retry = super::objstore::BucketRetry::default();
+        return Ok(Box::new(super::objstore::ObjectRanges::new(url, retry)?));
     }
-}
-
-impl<T> Drop for Sender<T> {
-    fn drop(&mut self) {
-        let mut slot = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        slot.done = true;
-        if let Some(w) = slot.waker.take() {
-            w.wake();
-        }
+    let lower = url.to_ascii_lowercase();
+    if lower.starts_with("http://") || lower.starts_with("https://") {
+        let retry = super::http::Retry { retries: options.retries, backoff: options.backoff };
+        return Ok(Box::new(HttpRanges::new(HttpClient::new(http)?, url, retry)));
     }
+    Err(crate::Error::InvalidArgument {
+        store: url.to_string(),
+        why: if cfg!(feature = "cloud") {
+            "not a store URL (s3://, gs://, az://, http://, https://)".into()
+        } else {
+            "not a store URL (http://, https://; s3://, gs:// and az:// need the `cloud` feature)".into()
+        },
+    })
 }
 
-/// Resolves to the sent value, or `None` if the sender was dropped unsent.
-struct Oneshot<T>(Arc<Mutex<Slot<T>>>);
-
-impl<T> Future for Oneshot<T> {
-    type Output = Option<T>;
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<T>> {
-        let mut slot = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        if slot.done {
-            return Poll::Ready(slot.value.take());
-        }
-        slot.waker = Some(cx.waker().clone());
-        Poll::Pending
-    }
-}
-
-impl RemoteStore<HttpRanges<HttpClient>> {
-    /// Open the store at `url` with the native HTTP client and default
-    /// options, behind the blocking [`Records`] API.
+impl RemoteStore<AnyTransport> {
+    /// Open the store at `url` — `s3://bucket/prefix/store`, `gs://…`,
+    /// `az://…` or `http(s)://…`, the directory or its `meta.zr` — with the
+    /// native defaults (64 requests in flight), behind the blocking
+    /// [`Records`] API. Buckets are configured from the environment
+    /// (`AWS_ACCESS_KEY_ID`, `AWS_ENDPOINT_URL`, ...).
     ///
     /// # Errors
-    /// As [`RemoteStore::open`].
+    /// As [`RemoteStore::open`], and [`transport_for`]'s.
     pub fn open_blocking(url: &str) -> Result<BlockingStore> {
         Self::open_blocking_with(url, RemoteOptions::default(), HttpOptions::default())
     }
 
-    /// As [`RemoteStore::open_blocking`], with options.
+    /// As [`RemoteStore::open_blocking`], with options (`http` applies to
+    /// `http(s)://` URLs).
     ///
     /// # Errors
-    /// As [`RemoteStore::open`].
+    /// As [`RemoteStore::open_blocking`].
     pub fn open_blocking_with(url: &str, options: RemoteOptions, http: HttpOptions) -> Result<BlockingStore> {
-        let inner = block_on(RemoteStore::open_http(HttpClient::new(http), url, options))?;
-        Ok(BlockingStore { inner })
+        let transport = transport_for(url, &options, http)?;
+        BlockingStore::open(transport, options)
     }
 }
 
-/// A remote store behind the blocking [`Records`] API (each call runs the
-/// async reader to completion on the calling thread; its requests run on the
-/// HTTP client's worker threads).
+/// A remote store behind the blocking [`Records`] API: each call runs the
+/// async reader to completion on the calling thread while its requests run
+/// on the shared tokio runtime.
 #[derive(Debug)]
 pub struct BlockingStore {
-    inner: RemoteStore<HttpRanges<HttpClient>>,
+    inner: RemoteStore<AnyTransport>,
+    url: String,
 }
 
 impl BlockingStore {
+    /// Open the store `transport` reads.
+    ///
+    /// # Errors
+    /// As [`RemoteStore::open`].
+    pub fn open(transport: AnyTransport, options: RemoteOptions) -> Result<BlockingStore> {
+        let inner = block_on(RemoteStore::open(transport, options))?;
+        let url = inner.transport().name();
+        Ok(BlockingStore { inner, url })
+    }
     /// The async reader underneath.
-    pub fn as_async(&self) -> &RemoteStore<HttpRanges<HttpClient>> {
+    pub fn as_async(&self) -> &RemoteStore<AnyTransport> {
         &self.inner
     }
     /// The store's directory URL (ending in `/`).
     pub fn url(&self) -> &str {
-        self.inner.url()
+        &self.url
     }
     /// See [`RemoteStore::static_page`].
     pub fn static_page(&self) -> &[u8] {

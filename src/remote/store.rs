@@ -13,6 +13,7 @@
 //! comes with the first data answer, and the open-time rule
 //! `size(data.zr) >= tail_offset` is applied then, before any record decodes.
 
+use super::cost;
 use super::exec::for_each_bounded;
 use super::files::{add, get, lock, StoreFiles};
 use super::http::{HttpGet, HttpRanges, Retry};
@@ -34,23 +35,35 @@ use std::ops::Range;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-/// Tuning for a remote store. The defaults suit object stores and CDNs.
+/// Tuning for a remote store. The defaults suit object stores and CDNs
+/// from a native process; [`RemoteOptions::browser`] suits a browser.
 #[derive(Clone, Debug)]
 pub struct RemoteOptions {
-    /// Merge two record ranges into one request when at most this many
-    /// unwanted bytes lie between them (default 64 KiB).
+    /// Most unwanted bytes read between two records to save a request
+    /// (default 1 MiB, object_store's). Within it, two ranges merge when
+    /// the gap costs less than a request (see [`RemoteOptions::latency`]).
     pub max_gap: u64,
+    /// What one request costs in time. Merging a gap saves one request —
+    /// one of `concurrency` slots held for a latency — and costs
+    /// `gap / bandwidth`, so ranges merge across gaps up to
+    /// `latency × bandwidth / concurrency` (and `max_gap`). `None`
+    /// (default): measured while running.
+    pub latency: Option<Duration>,
+    /// Bytes per second all requests together deliver; `None` (default):
+    /// measured while running (the most any batch has received per second).
+    pub bandwidth: Option<u64>,
     /// Largest merged request in bytes (default 8 MiB); a single larger
     /// record is still fetched alone.
     pub max_request: u64,
-    /// Requests in flight at once (default 6, a browser's per-host limit).
+    /// Requests in flight at once (default 64; a browser keeps 6).
     pub concurrency: usize,
     /// Location pages (64 KiB, 4,096 records each) kept in the LRU (default 64).
     pub cache_pages: usize,
     /// Retries of a transient failure (5xx, 408, 429, network) by transports
-    /// that retry, such as HTTP (default 3).
+    /// that retry, such as HTTP (default 3). Buckets retry as object_store
+    /// does (see `objstore::BucketRetry`: 10 retries within 3 minutes).
     pub retries: u32,
-    /// Wait before the first retry; doubled each time, at most 10 s (default 200 ms).
+    /// Wait before the first retry; doubled each time, jittered, at most 10 s (default 200 ms).
     pub backoff: Duration,
     /// Check every gathered record against the store's `sums.zr` sidecar
     /// (default off). Costs one read at open and the sidecar's pages
@@ -61,12 +74,28 @@ pub struct RemoteOptions {
     pub if_match: bool,
 }
 
+/// Gap merged before anything is measured, or without a clock.
+const UNMEASURED_GAP: u64 = 64 << 10;
+
+impl RemoteOptions {
+    /// Requests in flight by default natively (Lance keeps 64 for cloud stores).
+    pub const NATIVE_CONCURRENCY: usize = 64;
+
+    /// A browser's defaults: 6 requests in flight (its per-host connection
+    /// limit) and 64 KiB gaps (no clock to measure costs with).
+    pub fn browser() -> Self {
+        RemoteOptions { concurrency: 6, max_gap: UNMEASURED_GAP, ..RemoteOptions::default() }
+    }
+}
+
 impl Default for RemoteOptions {
     fn default() -> Self {
         RemoteOptions {
-            max_gap: 64 << 10,
+            max_gap: 1 << 20,
+            latency: None,
+            bandwidth: None,
             max_request: 8 << 20,
-            concurrency: 6,
+            concurrency: Self::NATIVE_CONCURRENCY,
             cache_pages: 64,
             retries: 3,
             backoff: Duration::from_millis(200),
@@ -74,6 +103,18 @@ impl Default for RemoteOptions {
             verify: Verify::Off,
         }
     }
+}
+
+/// A read's bytes and how long it took (when the transport has a clock).
+type Timed = (Vec<u8>, Option<Duration>);
+
+/// What requests cost, as measured.
+#[derive(Clone, Copy, Debug, Default)]
+struct Costs {
+    /// Seconds, a moving average of each batch's quickest read.
+    latency: Option<f64>,
+    /// Bytes per second, the most one batch of reads received.
+    bandwidth: Option<f64>,
 }
 
 /// Requests and bytes a store has spent so far.
@@ -99,6 +140,12 @@ pub struct RemoteStats {
     pub page_misses: u64,
     /// Location pages held in the cache now.
     pub cached_pages: u64,
+    /// Gap (bytes) the next gather merges across.
+    pub merge_gap: u64,
+    /// Latency per request as measured or configured, in microseconds (0: unknown).
+    pub latency_us: u64,
+    /// Bandwidth as measured or configured, bytes per second (0: unknown).
+    pub bandwidth: u64,
 }
 
 /// File sizes as far as they are known (`data` arrives with the first data answer).
@@ -127,6 +174,7 @@ pub struct RemoteStore<T> {
     pages: Mutex<PageCache>,
     /// The sidecar's header and record-checksum pages, for checked gathers.
     sums: Option<(SumsHeader, Mutex<PageCache>)>,
+    costs: Mutex<Costs>,
 }
 
 /// A table of fixed-size entries in one of a store's files, read in cached
@@ -244,6 +292,7 @@ impl<T: RangeRead> RemoteStore<T> {
         };
         let store = RemoteStore {
             pages: Mutex::new(PageCache::new(options.cache_pages)),
+            costs: Mutex::default(),
             files,
             options,
             core,
@@ -330,6 +379,56 @@ impl<T: RangeRead> RemoteStore<T> {
             page_hits: get(&c.page_hits),
             page_misses: get(&c.page_misses),
             cached_pages: lock(&self.pages).len() as u64,
+            merge_gap: self.merge_gap(),
+            latency_us: self.latency().map_or(0, |l| (l * 1e6) as u64),
+            bandwidth: self.bandwidth().map_or(0, |b| b as u64),
+        }
+    }
+
+    fn latency(&self) -> Option<f64> {
+        self.options.latency.map(|l| l.as_secs_f64()).or(lock(&self.costs).latency)
+    }
+
+    fn bandwidth(&self) -> Option<f64> {
+        self.options.bandwidth.map(|b| b as f64).or(lock(&self.costs).bandwidth)
+    }
+
+    /// The gap worth reading to save a request: `latency × bandwidth /
+    /// concurrency`, at most `max_gap`.
+    fn merge_gap(&self) -> u64 {
+        let by_cost = match (self.latency(), self.bandwidth()) {
+            (Some(l), Some(b)) => cost::per_gap(l, b, self.options.concurrency),
+            _ => UNMEASURED_GAP,
+        };
+        by_cost.min(self.options.max_gap)
+    }
+
+    /// How to merge the reads of records at `locs`: gaps up to
+    /// [`Self::merge_gap`], more when that fills whole waves of requests
+    /// cheaply (see `cost.rs`).
+    fn data_merge(&self, locs: &[RecordLoc]) -> Merge {
+        let base = self.merge_gap();
+        let gap = match (self.latency(), self.bandwidth()) {
+            (Some(l), Some(b)) => {
+                let ranges: Vec<(u64, u64)> = locs.iter().map(|l| (l.offset, l.end())).collect();
+                cost::batch_gap(&ranges, base, self.options.max_gap, self.options.concurrency, l, b)
+            }
+            _ => base,
+        };
+        self.merge(gap)
+    }
+
+    /// Learn from one batch of reads: `quickest` read's seconds, `bytes`
+    /// received in `wall` seconds.
+    fn measured(&self, quickest: f64, bytes: u64, wall: f64) {
+        let mut c = lock(&self.costs);
+        c.latency = Some(match c.latency {
+            Some(l) => 0.8 * l + 0.2 * quickest,
+            None => quickest,
+        });
+        if wall > 0.0 && bytes > 0 {
+            let b = bytes as f64 / wall;
+            c.bandwidth = Some(c.bandwidth.map_or(b, |was| was.max(b)));
         }
     }
 
@@ -347,19 +446,35 @@ impl<T: RangeRead> RemoteStore<T> {
         mut each: impl FnMut(usize, &[u8]) -> Result<()>,
     ) -> Result<()> {
         let data_rules = (file == StoreFile::Data).then(|| self.info());
-        let futures: Vec<LocalBoxFuture<'_, Result<Vec<u8>>>> = reads
+        let clock = || self.files.transport.now();
+        let t0 = clock();
+        let futures: Vec<LocalBoxFuture<'_, Result<Timed>>> = reads
             .fetches()
             .iter()
             .map(|f| {
                 let range = f.range.clone();
-                Box::pin(async move { Ok(self.files.read(file, range, false, data_rules).await?.bytes) })
-                    as LocalBoxFuture<'_, Result<Vec<u8>>>
+                Box::pin(async move {
+                    let start = clock();
+                    let bytes = self.files.read(file, range, false, data_rules).await?.bytes;
+                    let took = start.zip(clock()).map(|(a, b)| b.saturating_sub(a));
+                    Ok((bytes, took))
+                }) as LocalBoxFuture<'_, Result<Timed>>
             })
             .collect();
-        for_each_bounded(futures, self.options.concurrency, |f, bytes| {
+        let (mut quickest, mut received) = (None::<Duration>, 0u64);
+        for_each_bounded(futures, self.options.concurrency, |f, (bytes, took)| {
+            quickest = match (quickest, took) {
+                (Some(q), Some(t)) => Some(q.min(t)),
+                (q, t) => q.or(t),
+            };
+            received += bytes.len() as u64;
             reads.members(f, &bytes).try_for_each(|(m, src)| each(m, src))
         })
-        .await
+        .await?;
+        if let (Some(q), Some(t0), Some(t1)) = (quickest, t0, clock()) {
+            self.measured(q.as_secs_f64(), received, t1.saturating_sub(t0).as_secs_f64());
+        }
+        Ok(())
     }
 
     /// The raw locations of `indices` (in range, not yet validated).
@@ -449,7 +564,7 @@ impl<T: RangeRead> RemoteStore<T> {
         locs: &[RecordLoc],
         parts: &mut [&mut [u8]],
     ) -> Result<()> {
-        let reads = plan.reads(locs, self.merge(self.options.max_gap));
+        let reads = plan.reads(locs, self.data_merge(locs));
         self.read_all(StoreFile::Data, &reads, |k, src| plan.decode(k, src, parts[k])).await
     }
 
@@ -458,7 +573,7 @@ impl<T: RangeRead> RemoteStore<T> {
     /// answer, so every length must be backed by bytes that arrived, and each
     /// big frame must declare its claim. Buffers are allocated as bytes arrive.
     async fn read_checked(&self, plan: &GatherPlan<'_>, locs: &[RecordLoc]) -> Result<Vec<Vec<u8>>> {
-        let reads = plan.reads(locs, self.merge(self.options.max_gap));
+        let reads = plan.reads(locs, self.data_merge(locs));
         let mut stored = vec![Vec::new(); locs.len()];
         self.read_all(StoreFile::Data, &reads, |k, src| {
             plan.check_frame_head(k, &locs[k], src)?;
@@ -535,7 +650,7 @@ impl<T: RangeRead> RemoteStore<T> {
                 ),
             });
         }
-        let reads = Reads::new(ranges.to_vec(), self.merge(self.options.max_gap));
+        let reads = Reads::new(ranges.to_vec(), self.merge(self.merge_gap()));
         let mut parts = vec![Vec::new(); ranges.len()];
         self.read_all(StoreFile::Data, &reads, |m, src| {
             parts[m] = src.to_vec();

@@ -14,6 +14,7 @@ use crate::Result;
 use std::future::Future;
 use std::ops::Range;
 use std::pin::Pin;
+use std::time::Duration;
 
 /// A boxed future that need not be `Send` (browser futures are not).
 pub type LocalBoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + 'a>>;
@@ -87,6 +88,13 @@ pub trait RangeRead {
     fn retries(&self) -> u64 {
         0
     }
+
+    /// A monotonic clock, for measuring what a request costs (latency and
+    /// bandwidth, which decide range merging); `None` where the platform
+    /// has none at hand (the browser build), and merging uses the options.
+    fn now(&self) -> Option<Duration> {
+        None
+    }
 }
 
 impl<T: RangeRead + ?Sized> RangeRead for Box<T> {
@@ -101,5 +109,8 @@ impl<T: RangeRead + ?Sized> RangeRead for Box<T> {
     }
     fn retries(&self) -> u64 {
         (**self).retries()
+    }
+    fn now(&self) -> Option<Duration> {
+        (**self).now()
     }
 }

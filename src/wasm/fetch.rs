@@ -107,6 +107,16 @@ impl FetchClient {
             etag: header("etag"),
             body: Vec::new(),
         };
+        if out.status == 200 {
+            // A whole-file answer to a Range request is judged by its length
+            // alone, never read: empty, it is an empty file's whole range;
+            // otherwise the server ignores Range. One byte stands for "a body".
+            let declared = header("content-length").and_then(|v| v.trim().parse::<u64>().ok());
+            if declared != Some(0) {
+                out.body = vec![0; 1];
+            }
+            return Ok(out);
+        }
         if out.status == 206 {
             let limit = req.body_limit();
             let declared = header("content-length").and_then(|v| v.trim().parse::<u64>().ok());

@@ -64,7 +64,7 @@ fn signal_of(options: &JsValue) -> Result<Option<AbortSignal>, JsValue> {
 /// Reader options from a JS object (`maxGap`, `maxRequest`, `concurrency`,
 /// `cachePages`, `retries`, `backoffMs`, `ifMatch`, `verify`).
 fn remote_options(options: &JsValue) -> Result<RemoteOptions, JsValue> {
-    let mut o = RemoteOptions::default();
+    let mut o = RemoteOptions::browser();
     if let Some(n) = number(options, "maxGap")? {
         o.max_gap = n as u64;
     }

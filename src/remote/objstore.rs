@@ -1,0 +1,294 @@
+//! Stores in buckets — `s3://`, `gs://`, `az://` — read through Apache
+//! Arrow's `object_store` (the crate Lance, DataFusion, delta-rs and polars
+//! use): it signs every request, finds credentials in the environment
+//! (`AWS_ACCESS_KEY_ID`, `AWS_ENDPOINT_URL`, `AWS_ALLOW_HTTP`,
+//! `GOOGLE_SERVICE_ACCOUNT`, `AZURE_STORAGE_ACCOUNT_NAME`, ...) and retries
+//! 429/5xx/`SlowDown` with jittered exponential back-off, bounded in time.
+//! We wrap it: one ranged `get_opts` per read, answered with the object's
+//! size and ETag, so the driver's checks (one size and one version per file
+//! for the life of an open store) hold as they do over HTTP.
+
+use super::runtime;
+use super::transport::{LocalBoxFuture, RangeRead, Ranged, ReadRequest};
+use crate::format::StoreFile;
+use crate::{Error, Result};
+use object_store::path::Path as ObjectPath;
+use object_store::{BackoffConfig, GetOptions, GetRange, ObjectStore, ObjectStoreExt, RetryConfig};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// URL schemes served by object stores (the rest go over plain HTTP).
+pub const SCHEMES: [&str; 7] = ["s3", "s3a", "gs", "az", "azure", "abfs", "abfss"];
+
+/// Whether `url` names a store in a bucket.
+pub fn is_bucket_url(url: &str) -> bool {
+    url.split_once("://").is_some_and(|(scheme, _)| SCHEMES.contains(&scheme.to_ascii_lowercase().as_str()))
+}
+
+/// Retrying of an object store's requests.
+#[derive(Clone, Copy, Debug)]
+pub struct BucketRetry {
+    /// Retries after the first attempt (default 10, object_store's).
+    pub retries: usize,
+    /// First back-off, doubled (with jitter) each time up to 15 s.
+    pub backoff: Duration,
+    /// No retry starts after this long (default 3 min).
+    pub timeout: Duration,
+}
+
+impl Default for BucketRetry {
+    fn default() -> Self {
+        BucketRetry { retries: 10, backoff: Duration::from_millis(100), timeout: Duration::from_secs(180) }
+    }
+}
+
+/// An open bucket and the store directory's prefix in it.
+#[derive(Clone, Debug)]
+pub struct Bucket {
+    /// The client.
+    pub store: Arc<dyn ObjectStore>,
+    /// The store directory, without a trailing `/`.
+    pub prefix: ObjectPath,
+    /// `scheme://bucket/prefix/`, as errors name the store.
+    pub url: String,
+}
+
+impl Bucket {
+    /// The bucket a URL names, configured from the environment.
+    ///
+    /// `url` is the store directory (`s3://bucket/a/b`, trailing `/`
+    /// optional) or its `meta.zr`.
+    ///
+    /// # Errors
+    /// `InvalidArgument` for an unknown scheme or a configuration the
+    /// builder refuses (no region, no account, ...).
+    pub fn from_url(url: &str, retry: BucketRetry) -> Result<Bucket> {
+        Self::from_url_with(url, retry, &[])
+    }
+
+    /// As [`Bucket::from_url`], with `config` (object_store's keys, such as
+    /// `aws_access_key_id` or `aws_endpoint`) applied over the environment.
+    ///
+    /// # Errors
+    /// As [`Bucket::from_url`], and for a key the store does not know.
+    pub fn from_url_with(url: &str, retry: BucketRetry, config: &[(String, String)]) -> Result<Bucket> {
+        let bad = |why: String| Error::InvalidArgument { store: url.to_string(), why };
+        let (scheme_raw, rest) = url.split_once("://").ok_or_else(|| bad("not a URL".into()))?;
+        let scheme = scheme_raw.to_ascii_lowercase();
+        let rest = rest.split(['?', '#']).next().unwrap_or_default();
+        let (host, path) = rest.split_once('/').unwrap_or((rest, ""));
+        if host.is_empty() {
+            return Err(bad("no bucket in the URL".into()));
+        }
+        let retry = RetryConfig {
+            backoff: BackoffConfig {
+                init_backoff: retry.backoff,
+                max_backoff: Duration::from_secs(15),
+                base: 2.0,
+            },
+            max_retries: retry.retries,
+            retry_timeout: retry.timeout,
+        };
+        let root = format!("{scheme_raw}://{host}");
+        let key = |k: &str, e: object_store::Error| bad(format!("configuration key {k:?}: {e}"));
+        let built: std::result::Result<Arc<dyn ObjectStore>, object_store::Error> = match scheme.as_str() {
+            "s3" | "s3a" => {
+                let mut b = object_store::aws::AmazonS3Builder::from_env().with_url(&root).with_retry(retry);
+                for (k, v) in config {
+                    b = b.with_config(k.parse().map_err(|e| key(k, e))?, v);
+                }
+                b.build().map(|s| Arc::new(s) as Arc<dyn ObjectStore>)
+            }
+            "gs" => {
+                let mut b = object_store::gcp::GoogleCloudStorageBuilder::from_env()
+                    .with_url(&root)
+                    .with_retry(retry);
+                for (k, v) in config {
+                    b = b.with_config(k.parse().map_err(|e| key(k, e))?, v);
+                }
+                b.build().map(|s| Arc::new(s) as Arc<dyn ObjectStore>)
+            }
+            "az" | "azure" | "abfs" | "abfss" => {
+                let mut b =
+                    object_store::azure::MicrosoftAzureBuilder::from_env().with_url(&root).with_retry(retry);
+                for (k, v) in config {
+                    b = b.with_config(k.parse().map_err(|e| key(k, e))?, v);
+                }
+                b.build().map(|s| Arc::new(s) as Arc<dyn ObjectStore>)
+            }
+            other => return Err(bad(format!("unknown scheme {other}:// (s3, gs, az, http, https)"))),
+        };
+        let store = built.map_err(|e| bad(format!("configuring the {scheme} client: {e}")))?;
+        let mut path = path.trim_matches('/').to_string();
+        if path == StoreFile::Meta.name() {
+            path.clear();
+        } else if let Some(dir) = path.strip_suffix(&format!("/{}", StoreFile::Meta.name())) {
+            path = dir.to_string();
+        }
+        let prefix = ObjectPath::from(path.as_str());
+        let url = if path.is_empty() { format!("{root}/") } else { format!("{root}/{path}/") };
+        Ok(Bucket { store, prefix, url })
+    }
+
+    /// The object holding `name` in the store directory.
+    pub fn object(&self, name: &str) -> ObjectPath {
+        self.prefix.clone().join(name)
+    }
+}
+
+/// A store's files in a bucket, read with ranged GETs through `object_store`.
+#[derive(Debug)]
+pub struct ObjectRanges {
+    bucket: Bucket,
+}
+
+impl ObjectRanges {
+    /// The store at `url`, the client configured from the environment.
+    ///
+    /// # Errors
+    /// As [`Bucket::from_url`].
+    pub fn new(url: &str, retry: BucketRetry) -> Result<Self> {
+        Ok(ObjectRanges { bucket: Bucket::from_url(url, retry)? })
+    }
+    /// As [`ObjectRanges::new`], with `config` over the environment (see
+    /// [`Bucket::from_url_with`]).
+    ///
+    /// # Errors
+    /// As [`Bucket::from_url_with`].
+    pub fn with_config(url: &str, retry: BucketRetry, config: &[(String, String)]) -> Result<Self> {
+        Ok(ObjectRanges { bucket: Bucket::from_url_with(url, retry, config)? })
+    }
+    /// The bucket and prefix.
+    pub fn bucket(&self) -> &Bucket {
+        &self.bucket
+    }
+}
+
+/// An object-store error as ours, naming `at`.
+pub(crate) fn convert(at: &str, e: object_store::Error) -> Error {
+    use object_store::Error as E;
+    let chain = super::native::error_chain(&e);
+    match e {
+        E::NotFound { .. } => {
+            Error::NotFound { store: at.to_string(), what: "no such object in the bucket".into() }
+        }
+        E::Precondition { .. } => Error::StoreChanged {
+            url: at.to_string(),
+            why: "If-Match failed: the object was replaced".into(),
+        },
+        E::PermissionDenied { .. } | E::Unauthenticated { .. } => {
+            Error::Remote { url: at.to_string(), why: format!("{}: {chain}", credentials_hint()) }
+        }
+        _ if looks_like_credentials(&chain) => {
+            Error::Remote { url: at.to_string(), why: format!("{}: {chain}", credentials_hint()) }
+        }
+        _ => Error::Remote { url: at.to_string(), why: chain },
+    }
+}
+
+fn looks_like_credentials(msg: &str) -> bool {
+    const SIGNS: [&str; 8] = [
+        "SignatureDoesNotMatch",
+        "InvalidAccessKeyId",
+        "AccessDenied",
+        "InvalidToken",
+        "ExpiredToken",
+        "403 Forbidden",
+        "401 Unauthorized",
+        "credential",
+    ];
+    SIGNS.iter().any(|s| msg.contains(s))
+}
+
+fn credentials_hint() -> &'static str {
+    "the bucket refused the credentials (check AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, \
+     AWS_SESSION_TOKEN, AWS_REGION for s3://; GOOGLE_SERVICE_ACCOUNT / \
+     GOOGLE_APPLICATION_CREDENTIALS for gs://; AZURE_STORAGE_ACCOUNT_NAME and \
+     AZURE_STORAGE_ACCOUNT_KEY for az://)"
+}
+
+fn is_range_refused(e: &object_store::Error) -> bool {
+    let s = super::native::error_chain(e);
+    s.contains("416") || s.contains("InvalidRange") || s.contains("Range Not Satisfiable")
+}
+
+async fn read_object(
+    store: Arc<dyn ObjectStore>,
+    path: ObjectPath,
+    req: ReadRequest,
+) -> object_store::Result<Ranged> {
+    let options = GetOptions {
+        range: Some(GetRange::Bounded(req.range.clone())),
+        if_match: req.if_version.clone(),
+        ..Default::default()
+    };
+    match store.get_opts(&path, options).await {
+        Ok(got) => {
+            let (total, version) = (got.meta.size, got.meta.e_tag.clone());
+            let bytes = got.bytes().await?.to_vec();
+            Ok(Ranged { bytes, total, version })
+        }
+        // A range starting at or past the end (an empty data.zr): the
+        // object's size says so.
+        Err(e) if is_range_refused(&e) => {
+            let meta = store.head(&path).await?;
+            if req.range.start >= meta.size {
+                Ok(Ranged { bytes: Vec::new(), total: meta.size, version: meta.e_tag })
+            } else {
+                Err(e)
+            }
+        }
+        Err(e) => Err(e),
+    }
+}
+
+impl RangeRead for ObjectRanges {
+    fn read(&self, req: ReadRequest) -> LocalBoxFuture<'_, Result<Ranged>> {
+        let at = self.locate(req.file);
+        let task =
+            runtime::spawn(read_object(self.bucket.store.clone(), self.bucket.object(req.file.name()), req));
+        Box::pin(async move {
+            match task.await {
+                Some(Ok(r)) => Ok(r),
+                Some(Err(e)) => Err(convert(&at, e)),
+                None => Err(Error::Remote { url: at, why: "the object-store task stopped".into() }),
+            }
+        })
+    }
+    fn locate(&self, file: StoreFile) -> String {
+        format!("{}{}", self.bucket.url, file.name())
+    }
+    fn name(&self) -> String {
+        self.bucket.url.clone()
+    }
+    fn now(&self) -> Option<Duration> {
+        Some(runtime::now())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn store_prefixes() {
+        let at =
+            |url: &str| Bucket::from_url(url, BucketRetry::default()).map(|b| (b.prefix.to_string(), b.url));
+        let env_free = |url: &str| at(url).unwrap_or_else(|e| panic!("{url}: {e}"));
+        for url in ["s3://b/a/store", "s3://b/a/store/", "s3://b/a/store/meta.zr"] {
+            assert_eq!(env_free(url), ("a/store".to_string(), "s3://b/a/store/".to_string()), "{url}");
+        }
+        assert_eq!(env_free("s3://b/a/xmeta.zr").0, "a/xmeta.zr");
+        assert_eq!(env_free("s3://b/meta.zr"), (String::new(), "s3://b/".to_string()));
+        assert!(at("s3:///x").is_err());
+        assert!(at("ftp://b/x").is_err());
+    }
+
+    #[test]
+    fn bucket_urls() {
+        assert!(is_bucket_url("s3://b/x"));
+        assert!(is_bucket_url("GS://b/x"));
+        assert!(!is_bucket_url("https://b/x"));
+        assert!(!is_bucket_url("/data/s3://x"));
+    }
+}
