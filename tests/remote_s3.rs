@@ -44,8 +44,12 @@ fn fail(moto: &Moto, secret: Option<&str>, args: &[&dyn AsRef<std::ffi::OsStr>])
 }
 
 fn open(moto: &Moto, path: &str) -> zrecord::Result<BlockingStore> {
+    open_with(moto, path, RemoteOptions::default())
+}
+
+fn open_with(moto: &Moto, path: &str, options: RemoteOptions) -> zrecord::Result<BlockingStore> {
     let t = ObjectRanges::with_config(&moto.url(path), BucketRetry::default(), &moto.config())?;
-    BlockingStore::open(Box::new(t), RemoteOptions::default())
+    BlockingStore::open(Box::new(t), options)
 }
 
 fn bucket(moto: &Moto) -> Arc<dyn ObjectStore> {
@@ -180,7 +184,7 @@ fn push_sends_every_file_meta_last_and_big_files_in_parts() {
     let rows: Vec<u8> = (0..96 * row).map(|i| (i * 31 % 251) as u8).collect();
     w.append(&rows).unwrap();
     w.close().unwrap();
-    std::fs::write(store.join("sums.zr"), b"a checksum sidecar").unwrap();
+    assert!(store.join("sums.zr").exists(), "the writer seals the store");
     let url = moto.url("big");
     let out = ok(&moto, &[&"push", &store, &url, &"--part-size", &"5"]);
     let names: Vec<&str> = out.lines().filter_map(|l| l.split_whitespace().nth(1)).collect();
@@ -192,6 +196,38 @@ fn push_sends_every_file_meta_last_and_big_files_in_parts() {
     assert_eq!(got.bytes(), local.bytes());
     let again = ok(&moto, &[&"push", &store, &url, &"--part-size", &"5"]);
     assert!(again.contains("(0 uploaded, 3 unchanged"), "{again}");
+}
+
+/// A store sealed on disk and pushed verifies from the bucket, and a record
+/// changed there afterwards is named by `verify` and refused by checked reads.
+#[test]
+fn sealed_stores_verify_from_the_bucket() {
+    let moto = Moto::start();
+    let dir = tempfile::tempdir().unwrap();
+    let f = fixtures().into_iter().find(|f| f.name == "ragged-i32-tokens-zstd_dict").unwrap();
+    let store = dir.path().join("s");
+    common::copy_store(&f.path(), &store);
+    ok(&moto, &[&"seal", &store]);
+    let url = moto.url("sealed");
+    ok(&moto, &[&"push", &store, &url]);
+    let report: serde_json::Value = serde_json::from_str(&ok(&moto, &[&"verify", &"--json", &url])).unwrap();
+    assert_eq!((report["ok"].as_bool(), report["sealed"].as_bool()), (Some(true), Some(true)), "{report}");
+    let checked = RemoteOptions { verify: zrecord::format::Verify::Always, ..Default::default() };
+    let remote = open_with(&moto, "sealed", checked.clone()).unwrap();
+    let all: Vec<u64> = (0..f.len).collect();
+    assert_eq!(remote.gather_any(&all).unwrap().len(), all.len());
+    // Damage record 3 on disk and push: only data.zr changes in the bucket.
+    common::damage_record(&store, 3);
+    let again = ok(&moto, &[&"push", &store, &url]);
+    assert!(again.contains("(1 uploaded"), "{again}");
+    let out = zrecord(&moto, None, &[&"verify", &url]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success() && text.contains("record 3") && text.contains("data.zr"), "{text}");
+    let remote = open_with(&moto, "sealed", checked).unwrap();
+    match remote.gather_ragged(&[2, 3]) {
+        Err(e @ Error::ChecksumMismatch { .. }) => assert!(e.to_string().contains("record 3"), "{e}"),
+        other => panic!("expected a checksum mismatch, got {other:?}"),
+    }
 }
 
 #[test]

@@ -20,9 +20,10 @@ pub fn is_url(arg: &Path) -> bool {
 /// are read, so no command hands on bytes that changed silently.
 pub fn open(arg: &Path) -> CliResult<Box<dyn Records>> {
     match url_of(arg) {
-        Some(url) => {
-            Ok(Box::new(open_remote_with(url, RemoteOptions { verify: Verify::IfSealed, ..Default::default() })?))
-        }
+        Some(url) => Ok(Box::new(open_remote_with(
+            url,
+            RemoteOptions { verify: Verify::IfSealed, ..Default::default() },
+        )?)),
         None => Ok(Box::new(Store::open_with(
             arg,
             OpenOptions { verify: Verify::IfSealed, ..Default::default() },
