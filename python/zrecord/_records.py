@@ -139,6 +139,16 @@ def _ragged_packed(parts, dtype):
     return values, offsets, shapes
 
 
+def _explain_schema(message, dense):
+    """Add loaderx's words for a schema it would also reject."""
+    expected = ["dtype", "item_shape"] if dense else ["dtype"]
+    if "field" in message:
+        return f"{message} (invalid {'dense' if dense else 'ragged'} schema fields, expected {expected})"
+    if "integer `-" in message:
+        return f"{message} (item_shape dimensions must be non-negative)"
+    return message
+
+
 class _Base:
     """Typed schema and lifecycle common to both geometries."""
 
@@ -153,6 +163,8 @@ class _Base:
         name = path if _is_url(path) else os.fsdecode(os.fspath(path))
         try:
             store = _native.NativeStore.open(name)
+        except ZrecordSchemaError as exc:
+            raise ZrecordSchemaError(exc.code, _explain_schema(str(exc), dense)) from None
         except FileNotFoundError as exc:
             # A store directory with a file missing is a damaged store.
             if not _is_url(path) and os.path.isdir(name):
@@ -290,7 +302,8 @@ class _Base:
     def __repr__(self):
         state = "closed" if getattr(self, "_store", None) is None else (
             "writer" if self._writable else "reader")
-        return f"{type(self).__name__}({str(self.path)!r}, {state}, codec={self.codec!r})"
+        path = str(getattr(self, "path", "?"))
+        return f"{type(self).__name__}({path!r}, {state}, codec={getattr(self, 'codec', None)!r})"
 
 
 class Dense(_Base):
