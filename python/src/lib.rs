@@ -6,6 +6,8 @@
 //! gathered buffers to NumPy without copying, writes, trains dictionaries,
 //! samples and drives the prefetching loader.
 
+#![deny(unsafe_code)]
+
 mod arrays;
 mod errors;
 pub mod fork;

@@ -2,13 +2,16 @@
 
 use crate::errors::{zrecord_error, IntoPy};
 use crate::fork::forked;
-use numpy::PyReadonlyArray1;
-use pyo3::exceptions::PyRuntimeError;
+use numpy::{PyArrayDescr, PyArrayDescrMethods, PyReadonlyArray1, PyUntypedArray, PyUntypedArrayMethods};
+use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
+use pyo3::types::{PyBytes, PyList};
 use std::sync::{Mutex, PoisonError};
 use zrecord::train::{train_from_samples, Tier};
-use zrecord::writer::{CreateOptions, Writer};
+use zrecord::writer::{CreateOptions, RecordRef, Writer};
+
+/// loaderx's limit on one encoded record (shape prefix and payload).
+const MAX_RECORD_LEN: usize = 1 << 31;
 use zrecord::Codec;
 
 /// A store being built; `close` publishes it. Appends release the GIL.
@@ -93,34 +96,63 @@ impl NativeWriter {
         self.with(py, |w| w.append(rows))
     }
 
-    /// Append Ragged records: `payload` holds every record's bytes in turn,
-    /// `nbytes[i]` of them for record `i`, whose shape is
-    /// `dims[dim_starts[i]..dim_starts[i + 1]]`.
-    fn append_ragged(
-        &self,
-        py: Python<'_>,
-        payload: PyReadonlyArray1<'_, u8>,
-        nbytes: PyReadonlyArray1<'_, u64>,
-        dims: PyReadonlyArray1<'_, u64>,
-        dim_starts: PyReadonlyArray1<'_, u64>,
-    ) -> PyResult<()> {
-        let (payload, nbytes, dims, dim_starts) =
-            (payload.as_slice()?, nbytes.as_slice()?, dims.as_slice()?, dim_starts.as_slice()?);
-        let bad = || pyo3::exceptions::PyValueError::new_err("inconsistent ragged append buffers");
-        if dim_starts.len() != nbytes.len() + 1 || nbytes.iter().sum::<u64>() != payload.len() as u64 {
-            return Err(bad());
-        }
-        let mut records = Vec::with_capacity(nbytes.len());
-        let mut at = 0usize;
-        for (i, &n) in nbytes.iter().enumerate() {
-            let (d0, d1) = (dim_starts[i] as usize, dim_starts[i + 1] as usize);
-            if d0 > d1 || d1 > dims.len() {
-                return Err(bad());
+    /// Append Ragged records given as NumPy arrays of `dtype`, checked here
+    /// as loaderx checks them (all of them before anything is written), then
+    /// written straight from the arrays' memory without the GIL.
+    fn append_ragged(&self, py: Python<'_>, records: &Bound<'_, PyList>, dtype: &Bound<'_, PyArrayDescr>) -> PyResult<()> {
+        let itemsize = dtype.itemsize();
+        let mut keep: Vec<Bound<'_, PyUntypedArray>> = Vec::with_capacity(records.len());
+        for item in records.iter() {
+            let Ok(arr) = item.cast_into::<PyUntypedArray>() else {
+                return Err(PyTypeError::new_err("ragged records must be numpy arrays"));
+            };
+            if !arr.dtype().is_equiv_to(dtype) {
+                return Err(PyValueError::new_err(format!(
+                    "ragged record dtype {} != store dtype {}",
+                    arr.dtype().str()?,
+                    dtype.str()?
+                )));
             }
-            records.push((&dims[d0..d1], &payload[at..at + n as usize]));
-            at += n as usize;
+            let nbytes = arr.len() * itemsize;
+            if nbytes == 0 {
+                return Err(PyValueError::new_err("empty records are not stored — a record must be non-empty"));
+            }
+            let encoded = 1 + 8 * arr.ndim() + nbytes;
+            if encoded > MAX_RECORD_LEN {
+                return Err(PyValueError::new_err(format!(
+                    "encoded record of {encoded} bytes exceeds the {MAX_RECORD_LEN} byte record limit"
+                )));
+            }
+            let arr = if arr.is_c_contiguous() {
+                arr
+            } else {
+                // Strided views (rare) are packed once, by NumPy.
+                py.import("numpy")?.call_method1("ascontiguousarray", (arr,))?.cast_into::<PyUntypedArray>()?
+            };
+            keep.push(arr);
         }
-        self.with(py, |w| w.append_ragged(&records))
+        if keep.is_empty() {
+            return Err(PyValueError::new_err("append needs at least one record"));
+        }
+        let shapes: Vec<Vec<u64>> = keep.iter().map(|a| a.shape().iter().map(|&d| d as u64).collect()).collect();
+        let payloads: Vec<&[u8]> = keep
+            .iter()
+            .map(|a| {
+                let len = a.len() * itemsize;
+                // SAFETY: `a` is a C-contiguous array of `len` bytes at its data
+                // pointer (checked above), and `keep` holds a reference to each
+                // array until this function returns, so the memory stays
+                // allocated while the GIL is released. Another thread may still
+                // write to the array meanwhile, which changes only which bytes
+                // are written, as for any buffer shared across threads.
+                #[allow(unsafe_code)]
+                unsafe {
+                    std::slice::from_raw_parts((*a.as_array_ptr()).fields.data as *const u8, len)
+                }
+            })
+            .collect();
+        let batch: Vec<RecordRef<'_>> = shapes.iter().map(Vec::as_slice).zip(payloads.iter().copied()).collect();
+        self.with(py, |w| w.append_ragged(&batch))
     }
 
     /// Records appended so far.

@@ -30,20 +30,39 @@ def _root_base(a):
     return a
 
 
-def test_dense_result_owns_the_rust_buffer(tokens):
+def test_dense_result_is_not_copied(tokens):
     path, data = tokens
     with Dense.open(path) as ds:
         a = ds[[5, 0, 5]]
         b = ds[[5, 0, 5]]
     assert np.array_equal(a, data[[5, 0, 5]])
+    # The reader decodes straight into the array NumPy allocated: the array
+    # owns its memory, no other object holds the records.
+    assert a.flags.owndata and a.base is None
     assert a.flags.c_contiguous and a.flags.writeable and a.flags.aligned
-    # Not NumPy's own allocation and not a copy: the array's memory is the
-    # Rust Vec the reader filled, kept alive by rust-numpy's container.
-    owner = _root_base(a)
-    assert type(owner).__name__ == "PySliceContainer"
     assert not np.shares_memory(a, b)
     a[:] = 0  # writable, and the next gather is unaffected
     assert np.array_equal(b, data[[5, 0, 5]])
+
+
+def test_loader_and_ragged_batches_own_the_rust_buffer(tokens, tmp_path):
+    # Batches the Rust loader gathered, and Ragged batches, reach NumPy
+    # without a copy: NumPy owns the Vec the reader filled (rust-numpy's
+    # PySliceContainer is the root base).
+    from zrecord import DataLoader
+    path, data = tokens
+    with DataLoader({"t": Dense.open(path)}, batch_size=8, mode=0) as loader:
+        a = next(loader)["t"]
+    assert np.array_equal(a, data[:8])
+    assert type(_root_base(a)).__name__ == "PySliceContainer"
+    with Ragged.create(tmp_path / "r", np.int32) as w:
+        w.append([np.arange(5, dtype=np.int32), np.arange(3, dtype=np.int32)])
+    with Ragged.open(tmp_path / "r") as rs:
+        first, second = rs[[0, 1]]
+        values, _, _ = rs.gather([0, 1], packed=True)
+    assert type(_root_base(first)).__name__ == "PySliceContainer"
+    assert _root_base(first) is _root_base(second)
+    assert type(_root_base(values)).__name__ == "PySliceContainer"
 
 
 def test_gather_into_caller_buffer(tokens):

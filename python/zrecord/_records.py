@@ -364,8 +364,12 @@ class Dense(_Base):
         store.append_dense(src.reshape(-1).view(_U8))
 
     def _gather(self, idxs):
-        words, nbytes = self._store.gather_dense(idxs)
-        return _words_as(words, nbytes, self.dtype, (idxs.size, *self.item_shape))
+        # NumPy allocates (uninitialised, with its huge-page hint for big
+        # arrays) and the Rust reader decodes straight into it: no copy, no
+        # zeroing pass, and the array owns its memory.
+        values = np.empty((idxs.size, *self.item_shape), dtype=self.dtype)
+        self._store.gather_dense_into(idxs, values.reshape(-1).view(_U8))
+        return values
 
     def gather(self, indices, out=None):
         """Gather the records at ``indices`` (any order, repeats allowed).
@@ -416,51 +420,14 @@ class Ragged(_Base):
         self._create(path, False, dtype, None, codec, dict_bytes)
         return self
 
-    def _prepare_batch(self, records):
-        """Check every record, then pack them: ``(payload, nbytes, dims,
-        dim_starts)`` for the native append."""
-        payloads = []
-        nbytes = []
-        dims = []
-        dim_starts = [0]
-        for record in records:
-            if not isinstance(record, np.ndarray):
-                raise TypeError("ragged records must be numpy arrays")
-            if record.dtype != self.dtype:
-                raise ValueError(
-                    f"ragged record dtype {record.dtype} != store dtype {self.dtype}"
-                )
-            payload = np.ascontiguousarray(record).reshape(-1).view(_U8)
-            size = payload.nbytes
-            if size == 0:
-                raise ValueError(
-                    "empty records are not stored — a record must be non-empty"
-                )
-            if 1 + 8 * record.ndim + size > MAX_RECORD_LEN:
-                raise ValueError(
-                    f"encoded record of {1 + 8 * record.ndim + size} bytes exceeds the "
-                    f"{MAX_RECORD_LEN} byte record limit"
-                )
-            payloads.append(payload)
-            nbytes.append(size)
-            dims.extend(record.shape)
-            dim_starts.append(len(dims))
-        if not payloads:
-            raise ValueError("append needs at least one record")
-        # One copy of the payloads, owned here: callers may change their
-        # arrays as soon as append returns (or, from other threads, before).
-        return (
-            np.concatenate(payloads),
-            np.asarray(nbytes, dtype=np.uint64),
-            np.asarray(dims, dtype=np.uint64),
-            np.asarray(dim_starts, dtype=np.uint64),
-        )
-
     def append(self, records):
-        """Check and pack one iterable of records, then append them all;
-        returns when they are written. Releases the GIL while writing."""
+        """Check every record (a non-empty array of the store's dtype), then
+        append them all; returns when they are written. The payloads are
+        written straight from the arrays, without the GIL."""
         store = self._require_store(True)
-        store.append_ragged(*self._prepare_batch(records))
+        if not isinstance(records, list):
+            records = list(records)
+        store.append_ragged(records, self.dtype)
 
     def _gather(self, idxs):
         return _ragged_records(self._store.gather_ragged(idxs), self.dtype)
