@@ -45,4 +45,3 @@ pub fn ragged_out(py: Python<'_>, batch: RaggedBatch) -> RaggedParts<'_> {
         PyArray1::from_vec(py, starts),
     )
 }
-

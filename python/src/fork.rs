@@ -9,7 +9,6 @@
 //! run (see their modules). Nothing here costs the importing process a thing:
 //! it compares two integers per gather.
 
-use pyo3::prelude::*;
 use rayon::{ThreadPool, ThreadPoolBuilder};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use zrecord::batch::{DenseBatch, RaggedBatch};
@@ -28,8 +27,7 @@ pub fn forked() -> bool {
     std::process::id() != home_pid()
 }
 
-/// Threads a gather may use: the machine's cores.
-#[pyfunction]
+/// Threads a child's pool gets: the machine's cores.
 pub fn parallelism() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }

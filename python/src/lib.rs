@@ -10,8 +10,9 @@
 
 mod arrays;
 mod errors;
-pub mod fork;
+mod fork;
 mod loader;
+mod pool;
 mod store;
 mod writer;
 
@@ -22,10 +23,10 @@ use pyo3::prelude::*;
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     fork::home_pid();
     m.add_class::<store::NativeStore>()?;
+    m.add_class::<pool::Pooled>()?;
     m.add_class::<writer::NativeWriter>()?;
     m.add_class::<loader::NativeSampler>()?;
     m.add_class::<loader::NativeLoader>()?;
     m.add_function(wrap_pyfunction!(writer::train_dict_native, m)?)?;
-    m.add_function(wrap_pyfunction!(fork::parallelism, m)?)?;
     Ok(())
 }

@@ -29,7 +29,15 @@ pub struct NativeSampler {
 impl NativeSampler {
     #[new]
     #[pyo3(signature = (length, batch_size, mode_code, seed, rank=0, world=1))]
-    fn new(py: Python<'_>, length: u64, batch_size: u64, mode_code: u8, seed: u64, rank: u64, world: u64) -> PyResult<Self> {
+    fn new(
+        py: Python<'_>,
+        length: u64,
+        batch_size: u64,
+        mode_code: u8,
+        seed: u64,
+        rank: u64,
+        world: u64,
+    ) -> PyResult<Self> {
         let sampler = Sampler::new(length, batch_size, mode(py, mode_code)?, seed)
             .and_then(|s| s.shard(rank, world))
             .py_err(py)?;
@@ -124,7 +132,11 @@ impl NativeLoader {
             Ok((step.step(), step.indices().to_vec(), batches))
         });
         let loader = py.detach(|| builder.build()).py_err(py)?;
-        Ok(NativeLoader { loader: Mutex::new(Some(loader)), closing: AtomicBool::new(false), pid: std::process::id() })
+        Ok(NativeLoader {
+            loader: Mutex::new(Some(loader)),
+            closing: AtomicBool::new(false),
+            pid: std::process::id(),
+        })
     }
 
     /// The next step: `(step, indices, batches)`, one batch per store in
@@ -169,7 +181,10 @@ impl NativeLoader {
                         }
                     }
                     let indices = PyArray1::from_vec(py, indices);
-                    return Ok(Some(PyTuple::new(py, [step.into_pyobject(py)?.into_any(), indices.into_any(), out.into_any()])?));
+                    return Ok(Some(PyTuple::new(
+                        py,
+                        [step.into_pyobject(py)?.into_any(), indices.into_any(), out.into_any()],
+                    )?));
                 }
             }
         }

@@ -1,6 +1,6 @@
 //! `NativeStore`: an open store (local directory or `http(s)://` URL) and its gathers.
 
-use crate::arrays::{dense_out, ragged_out, RaggedParts};
+use crate::arrays::{ragged_out, RaggedParts};
 use crate::errors::IntoPy;
 use crate::fork::ForkSafe;
 use numpy::{PyArray1, PyReadonlyArray1, PyReadwriteArray1};
@@ -78,18 +78,26 @@ impl NativeStore {
         self.store.len() as usize
     }
 
-    /// Gather Dense records into a new buffer that NumPy will own: returns
-    /// `(words, nbytes)`, a `uint64` array over the Rust allocation whose
-    /// first `nbytes` bytes are the records.
-    fn gather_dense<'py>(
+    /// Gather Dense records into a recycled buffer (see `pool`): a `uint8`
+    /// array of `len(indices) * row_bytes` bytes that owns it.
+    fn gather_dense_pooled<'py>(
         &self,
         py: Python<'py>,
         indices: PyReadonlyArray1<'py, u64>,
-    ) -> PyResult<(Bound<'py, PyArray1<u64>>, usize)> {
+    ) -> PyResult<Bound<'py, PyArray1<u8>>> {
         let indices = indices.as_slice()?;
+        let row = self.store.info().row_bytes().unwrap_or(0) as usize;
+        let nbytes = indices.len().saturating_mul(row);
+        let mut words = crate::pool::take(nbytes.div_ceil(8));
         let store = &self.store;
-        let batch = py.detach(|| store.gather(indices)).py_err(py)?;
-        Ok(dense_out(py, batch))
+        let out = &mut bytemuck::cast_slice_mut::<u64, u8>(&mut words)[..nbytes];
+        match py.detach(|| store.gather_into(indices, out)) {
+            Ok(()) => crate::pool::into_array(py, words, nbytes),
+            Err(e) => {
+                crate::pool::give(words);
+                Err(crate::errors::to_py(py, e))
+            }
+        }
     }
 
     /// Gather Dense records into `out`, the caller's bytes (exactly
@@ -108,7 +116,11 @@ impl NativeStore {
 
     /// Gather Ragged records: `(words, nbytes, spans, dims, dim_starts)`,
     /// see `arrays::RaggedParts`.
-    fn gather_ragged<'py>(&self, py: Python<'py>, indices: PyReadonlyArray1<'py, u64>) -> PyResult<RaggedParts<'py>> {
+    fn gather_ragged<'py>(
+        &self,
+        py: Python<'py>,
+        indices: PyReadonlyArray1<'py, u64>,
+    ) -> PyResult<RaggedParts<'py>> {
         let indices = indices.as_slice()?;
         let store = &self.store;
         let batch = py.detach(|| store.gather_ragged(indices)).py_err(py)?;

@@ -99,7 +99,12 @@ impl NativeWriter {
     /// Append Ragged records given as NumPy arrays of `dtype`, checked here
     /// as loaderx checks them (all of them before anything is written), then
     /// written straight from the arrays' memory without the GIL.
-    fn append_ragged(&self, py: Python<'_>, records: &Bound<'_, PyList>, dtype: &Bound<'_, PyArrayDescr>) -> PyResult<()> {
+    fn append_ragged(
+        &self,
+        py: Python<'_>,
+        records: &Bound<'_, PyList>,
+        dtype: &Bound<'_, PyArrayDescr>,
+    ) -> PyResult<()> {
         let itemsize = dtype.itemsize();
         let mut keep: Vec<Bound<'_, PyUntypedArray>> = Vec::with_capacity(records.len());
         for item in records.iter() {
@@ -115,7 +120,9 @@ impl NativeWriter {
             }
             let nbytes = arr.len() * itemsize;
             if nbytes == 0 {
-                return Err(PyValueError::new_err("empty records are not stored — a record must be non-empty"));
+                return Err(PyValueError::new_err(
+                    "empty records are not stored — a record must be non-empty",
+                ));
             }
             let encoded = 1 + 8 * arr.ndim() + nbytes;
             if encoded > MAX_RECORD_LEN {
@@ -127,14 +134,17 @@ impl NativeWriter {
                 arr
             } else {
                 // Strided views (rare) are packed once, by NumPy.
-                py.import("numpy")?.call_method1("ascontiguousarray", (arr,))?.cast_into::<PyUntypedArray>()?
+                py.import("numpy")?
+                    .call_method1("ascontiguousarray", (arr,))?
+                    .cast_into::<PyUntypedArray>()?
             };
             keep.push(arr);
         }
         if keep.is_empty() {
             return Err(PyValueError::new_err("append needs at least one record"));
         }
-        let shapes: Vec<Vec<u64>> = keep.iter().map(|a| a.shape().iter().map(|&d| d as u64).collect()).collect();
+        let shapes: Vec<Vec<u64>> =
+            keep.iter().map(|a| a.shape().iter().map(|&d| d as u64).collect()).collect();
         let payloads: Vec<&[u8]> = keep
             .iter()
             .map(|a| {
@@ -151,7 +161,8 @@ impl NativeWriter {
                 }
             })
             .collect();
-        let batch: Vec<RecordRef<'_>> = shapes.iter().map(Vec::as_slice).zip(payloads.iter().copied()).collect();
+        let batch: Vec<RecordRef<'_>> =
+            shapes.iter().map(Vec::as_slice).zip(payloads.iter().copied()).collect();
         self.with(py, |w| w.append_ragged(&batch))
     }
 

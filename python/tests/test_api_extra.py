@@ -45,6 +45,27 @@ def test_dense_result_is_not_copied(tokens):
     assert np.array_equal(b, data[[5, 0, 5]])
 
 
+def test_big_dense_batches_reuse_rust_buffers(tokens):
+    # Batches of 4 MiB and more are gathered into a recycled Rust buffer
+    # (resident pages, nothing zeroed): the array owns it through its base,
+    # and a buffer goes back to the pool only when its last array is gone.
+    path, data = tokens
+    with Dense.open(path) as ds:
+        rng = np.random.default_rng(3)
+        kept = None
+        for size in (4096, 3000, 5000, 2100, 4096, 2500):
+            idx = rng.integers(0, len(ds), size)
+            a = ds[idx]
+            assert a.shape == (size, 512) and a.dtype == np.int32
+            assert a.flags.c_contiguous and a.flags.writeable
+            assert type(_root_base(a)).__name__ == "Pooled"
+            assert np.array_equal(a, data[idx])
+            if size == 3000:
+                kept, kept_idx = a, idx
+            del a
+        assert np.array_equal(kept, data[kept_idx])
+
+
 def test_loader_and_ragged_batches_own_the_rust_buffer(tokens, tmp_path):
     # Batches the Rust loader gathered, and Ragged batches, reach NumPy
     # without a copy: NumPy owns the Vec the reader filled (rust-numpy's

@@ -29,6 +29,7 @@ _NUMPY_MAX_NDIMS = 64 if int(np.__version__.split(".", 1)[0]) >= 2 else 32
 _MAX_UINT64 = np.iinfo(np.uint64).max
 _MAX_INTP = np.iinfo(np.intp).max
 _U8 = np.dtype(np.uint8)
+_POOLED = 4 << 20  # zrecord._native's pool::MIN_POOLED
 
 # Dictionary sizing presets, exactly loaderx's: a tier names both the
 # dictionary's size and how many bytes of records train it.
@@ -364,10 +365,14 @@ class Dense(_Base):
         store.append_dense(src.reshape(-1).view(_U8))
 
     def _gather(self, idxs):
-        # NumPy allocates (uninitialised, with its huge-page hint for big
-        # arrays) and the Rust reader decodes straight into it: no copy, no
-        # zeroing pass, and the array owns its memory.
-        values = np.empty((idxs.size, *self.item_shape), dtype=self.dtype)
+        shape = (idxs.size, *self.item_shape)
+        if idxs.size * self._row_bytes >= _POOLED:
+            # Big batches: into a recycled Rust buffer whose pages are already
+            # resident (no page faults, no kernel zeroing); the array owns it.
+            return self._store.gather_dense_pooled(idxs).view(self.dtype).reshape(shape)
+        # NumPy allocates (uninitialised) and the Rust reader decodes straight
+        # into it: no copy, and the array owns its memory.
+        values = np.empty(shape, dtype=self.dtype)
         self._store.gather_dense_into(idxs, values.reshape(-1).view(_U8))
         return values
 
