@@ -72,11 +72,14 @@ impl NativeSampler {
     }
 }
 
+/// One delivered step: its number, its indices, one batch per store.
+type Step = (u64, Vec<u64>, Vec<Batch>);
+
 /// The loader: worker threads gather every stream at each step's indices
 /// (drawn by loaderx's sampler) and the steps come out in order.
 #[pyclass(frozen, module = "zrecord._native")]
 pub struct NativeLoader {
-    loader: Mutex<Option<Loader<(u64, Vec<u64>, Vec<Batch>)>>>,
+    loader: Mutex<Option<Loader<Step>>>,
     /// Set by `close` before it takes the lock, so waiting `next` calls let go.
     closing: AtomicBool,
     pid: u32,
