@@ -476,11 +476,17 @@ impl<T> Loader<T> {
     ///
     /// # Errors
     /// [`TimedOut`] only; the step's own failure comes as `Ok(Some(Err(_)))`.
-    pub fn next_timeout(&mut self, timeout: std::time::Duration) -> std::result::Result<Option<Result<T>>, TimedOut> {
+    pub fn next_timeout(
+        &mut self,
+        timeout: std::time::Duration,
+    ) -> std::result::Result<Option<Result<T>>, TimedOut> {
         self.next_until(Some(std::time::Instant::now() + timeout))
     }
 
-    fn next_until(&mut self, deadline: Option<std::time::Instant>) -> std::result::Result<Option<Result<T>>, TimedOut> {
+    fn next_until(
+        &mut self,
+        deadline: Option<std::time::Instant>,
+    ) -> std::result::Result<Option<Result<T>>, TimedOut> {
         if self.finished {
             return Ok(None);
         }
