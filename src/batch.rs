@@ -47,6 +47,12 @@ impl AlignedBytes {
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
+    /// Give up the buffer without copying: its 8-byte words (the bytes are
+    /// the first `len()` of them, in memory order) and `len()`. For bindings
+    /// that hand the allocation to another owner (a NumPy array).
+    pub fn into_words(self) -> (Vec<u64>, usize) {
+        (self.words, self.len)
+    }
 }
 
 impl std::fmt::Debug for AlignedBytes {
@@ -93,6 +99,10 @@ impl RaggedBatch {
     pub fn spans(&self) -> &[Range<usize>] {
         &self.spans
     }
+    /// Give up the payload buffer without copying (read `spans` and shapes first).
+    pub fn into_values(self) -> AlignedBytes {
+        self.data
+    }
     /// Iterate `(shape, bytes)` per record.
     pub fn iter(&self) -> impl ExactSizeIterator<Item = (&[u64], &[u8])> + '_ {
         (0..self.len()).map(|i| self.record(i))
@@ -131,6 +141,10 @@ impl DenseBatch {
     /// The bytes in the store's byte order.
     pub fn bytes(&self) -> &[u8] {
         self.data.as_slice()
+    }
+    /// Give up the buffer without copying (read `shape` first).
+    pub fn into_bytes(self) -> AlignedBytes {
+        self.data
     }
     /// Record `k`'s shape (`item_shape`) and bytes.
     ///

@@ -469,6 +469,74 @@ impl<T> Loader<T> {
         self.shared.pool.allocated.load(Ordering::Relaxed)
     }
 
+    /// As [`Iterator::next`], waiting at most `timeout` for the step: `Err(TimedOut)`
+    /// when it is not ready by then, leaving the loader as it was (call again).
+    /// For callers that must notice interrupts while they wait (the Python
+    /// bindings check for Ctrl-C between waits).
+    ///
+    /// # Errors
+    /// [`TimedOut`] only; the step's own failure comes as `Ok(Some(Err(_)))`.
+    pub fn next_timeout(
+        &mut self,
+        timeout: std::time::Duration,
+    ) -> std::result::Result<Option<Result<T>>, TimedOut> {
+        self.next_until(Some(std::time::Instant::now() + timeout))
+    }
+
+    fn next_until(
+        &mut self,
+        deadline: Option<std::time::Instant>,
+    ) -> std::result::Result<Option<Result<T>>, TimedOut> {
+        if self.finished {
+            return Ok(None);
+        }
+        let shared = Arc::clone(&self.shared);
+        let mut st = shared.lock();
+        let item = loop {
+            if let Some(item) = st.slots.front_mut().and_then(Option::take) {
+                st.slots.pop_front();
+                st.slots.push_back(None);
+                st.delivered = st.delivered.wrapping_add(1);
+                break item;
+            }
+            if st.stop {
+                self.finished = true;
+                return Ok(None);
+            }
+            if st.live == 0 {
+                // Unreachable unless a worker died outside its panic guard.
+                st.stop = true;
+                self.finished = true;
+                return Ok(Some(Err(Error::Loader {
+                    stream: String::from("<worker>"),
+                    step: st.delivered,
+                    source: Box::new(Error::Cancelled),
+                })));
+            }
+            st = match deadline {
+                None => shared.ready.wait(st).unwrap_or_else(PoisonError::into_inner),
+                Some(deadline) => {
+                    let left = deadline.saturating_duration_since(std::time::Instant::now());
+                    if left.is_zero() {
+                        return Err(TimedOut);
+                    }
+                    shared.ready.wait_timeout(st, left).unwrap_or_else(PoisonError::into_inner).0
+                }
+            };
+        };
+        if item.is_ok() {
+            self.step = st.delivered;
+            drop(st);
+            shared.room.notify_one();
+        } else {
+            st.stop = true;
+            self.finished = true;
+            drop(st);
+            shared.room.notify_all();
+        }
+        Ok(Some(item))
+    }
+
     /// Stops the workers and joins them; pending outputs are dropped.
     ///
     /// Returns once every worker thread has exited, which takes at most the
@@ -500,45 +568,8 @@ impl<T> Iterator for Loader<T> {
     /// before it are delivered first), after which the loader is stopped and
     /// returns `None`, as it does once closed.
     fn next(&mut self) -> Option<Result<T>> {
-        if self.finished {
-            return None;
-        }
-        let shared = Arc::clone(&self.shared);
-        let mut st = shared.lock();
-        let item = loop {
-            if let Some(item) = st.slots.front_mut().and_then(Option::take) {
-                st.slots.pop_front();
-                st.slots.push_back(None);
-                st.delivered = st.delivered.wrapping_add(1);
-                break item;
-            }
-            if st.stop {
-                self.finished = true;
-                return None;
-            }
-            if st.live == 0 {
-                // Unreachable unless a worker died outside its panic guard.
-                st.stop = true;
-                self.finished = true;
-                return Some(Err(Error::Loader {
-                    stream: String::from("<worker>"),
-                    step: st.delivered,
-                    source: Box::new(Error::Cancelled),
-                }));
-            }
-            st = shared.ready.wait(st).unwrap_or_else(PoisonError::into_inner);
-        };
-        if item.is_ok() {
-            self.step = st.delivered;
-            drop(st);
-            shared.room.notify_one();
-        } else {
-            st.stop = true;
-            self.finished = true;
-            drop(st);
-            shared.room.notify_all();
-        }
-        Some(item)
+        // Without a deadline the wait never times out.
+        self.next_until(None).unwrap_or(None)
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
@@ -570,6 +601,10 @@ impl<T> fmt::Debug for Loader<T> {
             .finish()
     }
 }
+
+/// [`Loader::next_timeout`]'s answer when the step was not ready in time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TimedOut;
 
 /// A store a loader stream reads: any [`Records`], owned or shared.
 pub trait IntoStream {

@@ -1,0 +1,47 @@
+//! Gathered batches handed to NumPy without copying the payload:
+//! `PyArray1::from_vec` makes NumPy the owner of the Rust allocation, and the
+//! Python side views it as the store's dtype and shape.
+
+use numpy::PyArray1;
+use pyo3::prelude::*;
+use zrecord::{DenseBatch, RaggedBatch};
+
+/// `(words, nbytes)`: the batch's allocation as a `uint64` array and how many
+/// of its bytes are records.
+pub fn dense_out(py: Python<'_>, batch: DenseBatch) -> (Bound<'_, PyArray1<u64>>, usize) {
+    let (words, len) = batch.into_bytes().into_words();
+    (PyArray1::from_vec(py, words), len)
+}
+
+/// A Ragged batch for Python: `(words, nbytes, spans, dims, dim_starts)` —
+/// the payload allocation (as `dense_out`), each record's byte range
+/// (`(n, 2)` as a flat `[start0, end0, start1, ...]`), every record's shape
+/// concatenated, and where each record's shape starts in `dims` (`n + 1`).
+pub type RaggedParts<'py> = (
+    Bound<'py, PyArray1<u64>>,
+    usize,
+    Bound<'py, PyArray1<u64>>,
+    Bound<'py, PyArray1<u64>>,
+    Bound<'py, PyArray1<u64>>,
+);
+
+/// Split a Ragged batch into [`RaggedParts`].
+pub fn ragged_out(py: Python<'_>, batch: RaggedBatch) -> RaggedParts<'_> {
+    let n = batch.len();
+    let spans: Vec<u64> = batch.spans().iter().flat_map(|s| [s.start as u64, s.end as u64]).collect();
+    let mut dims = Vec::new();
+    let mut starts = Vec::with_capacity(n + 1);
+    starts.push(0u64);
+    for i in 0..n {
+        dims.extend_from_slice(batch.shape(i));
+        starts.push(dims.len() as u64);
+    }
+    let (words, len) = batch.into_values().into_words();
+    (
+        PyArray1::from_vec(py, words),
+        len,
+        PyArray1::from_vec(py, spans),
+        PyArray1::from_vec(py, dims),
+        PyArray1::from_vec(py, starts),
+    )
+}

@@ -1,0 +1,32 @@
+//! `zrecord._native`: the thin PyO3 layer under the `zrecord` Python package.
+//!
+//! The Python package (`python/zrecord/`) keeps loaderx 2.0.1's argument
+//! checks and shapes its results; this module only moves bytes: it opens
+//! stores (local or `http(s)://`), gathers with the GIL released, hands the
+//! gathered buffers to NumPy without copying, writes, trains dictionaries,
+//! samples and drives the prefetching loader.
+
+#![deny(unsafe_code)]
+
+mod arrays;
+mod errors;
+mod fork;
+mod loader;
+mod pool;
+mod store;
+mod writer;
+
+use pyo3::prelude::*;
+
+/// The module's contents; see the `zrecord` package for the public API.
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    fork::home_pid();
+    m.add_class::<store::NativeStore>()?;
+    m.add_class::<pool::Pooled>()?;
+    m.add_class::<writer::NativeWriter>()?;
+    m.add_class::<loader::NativeSampler>()?;
+    m.add_class::<loader::NativeLoader>()?;
+    m.add_function(wrap_pyfunction!(writer::train_dict_native, m)?)?;
+    Ok(())
+}

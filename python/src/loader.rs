@@ -1,0 +1,213 @@
+//! `NativeSampler` (loaderx's index streams) and `NativeLoader` (the
+//! prefetching, step-ordered loader over several streams).
+
+use crate::arrays::{dense_out, ragged_out};
+use crate::errors::{zrecord_error, IntoPy};
+use crate::store::NativeStore;
+use numpy::{PyArray1, PyReadwriteArray1};
+use pyo3::prelude::*;
+use pyo3::types::{PyList, PyTuple};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+use zrecord::loader::{Loader, TimedOut};
+use zrecord::sampler::{Mode, Sampler};
+use zrecord::Batch;
+
+fn mode(py: Python<'_>, code: u8) -> PyResult<Mode> {
+    Mode::try_from(code).map_err(|e| zrecord::Error::Config(e.to_string())).py_err(py)
+}
+
+/// loaderx's sampler, exactly: `fill` writes the next batch into a buffer.
+#[pyclass(module = "zrecord._native")]
+pub struct NativeSampler {
+    sampler: Sampler,
+    buf: Vec<u64>,
+}
+
+#[pymethods]
+impl NativeSampler {
+    #[new]
+    #[pyo3(signature = (length, batch_size, mode_code, seed, rank=0, world=1))]
+    fn new(
+        py: Python<'_>,
+        length: u64,
+        batch_size: u64,
+        mode_code: u8,
+        seed: u64,
+        rank: u64,
+        world: u64,
+    ) -> PyResult<Self> {
+        let sampler = Sampler::new(length, batch_size, mode(py, mode_code)?, seed)
+            .and_then(|s| s.shard(rank, world))
+            .py_err(py)?;
+        Ok(NativeSampler { sampler, buf: Vec::new() })
+    }
+
+    /// Draw the next batch into `out` (at least `batch_len` long); returns its length.
+    fn fill(&mut self, mut out: PyReadwriteArray1<'_, u64>) -> PyResult<usize> {
+        self.sampler.fill_next(&mut self.buf);
+        let out = out.as_slice_mut()?;
+        let n = self.buf.len().min(out.len());
+        out[..n].copy_from_slice(&self.buf[..n]);
+        Ok(n)
+    }
+
+    /// Position the stream so the next batch is step `step`.
+    fn seek(&mut self, py: Python<'_>, step: u64) {
+        let sampler = &mut self.sampler;
+        py.detach(|| sampler.seek(step));
+    }
+
+    /// The step of the batch the next draw returns.
+    #[getter]
+    fn step(&self) -> u64 {
+        self.sampler.step()
+    }
+
+    /// Indices per batch (after sharding).
+    #[getter]
+    fn batch_len(&self) -> u64 {
+        self.sampler.batch_len()
+    }
+}
+
+/// One delivered step: its number, its indices, one batch per store.
+type Step = (u64, Vec<u64>, Vec<Batch>);
+
+/// The loader: worker threads gather every stream at each step's indices
+/// (drawn by loaderx's sampler) and the steps come out in order.
+#[pyclass(frozen, module = "zrecord._native")]
+pub struct NativeLoader {
+    loader: Mutex<Option<Loader<Step>>>,
+    /// Set by `close` before it takes the lock, so waiting `next` calls let go.
+    closing: AtomicBool,
+    pid: u32,
+}
+
+impl Drop for NativeLoader {
+    fn drop(&mut self) {
+        if std::process::id() != self.pid {
+            // Its worker threads were not copied by fork, and its lock may
+            // have been held by one of them: never touch it in a child.
+            if let Some(l) = self.loader.get_mut().unwrap_or_else(PoisonError::into_inner).take() {
+                std::mem::forget(l);
+            }
+        }
+    }
+}
+
+/// How long one wait for a step lasts before Python checks for Ctrl-C.
+const POLL: Duration = Duration::from_millis(20);
+
+#[pymethods]
+impl NativeLoader {
+    #[new]
+    #[pyo3(signature = (stores, batch_size, mode_code, seed, rank, world, workers, prefetch, start_step))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        stores: Vec<PyRef<'_, NativeStore>>,
+        batch_size: u64,
+        mode_code: u8,
+        seed: u64,
+        rank: u64,
+        world: u64,
+        workers: usize,
+        prefetch: usize,
+        start_step: u64,
+    ) -> PyResult<Self> {
+        let mut builder = Loader::builder()
+            .batch_size(batch_size)
+            .mode(mode(py, mode_code)?)
+            .seed(seed)
+            .shard(rank, world)
+            .workers(workers)
+            .prefetch(prefetch)
+            .seek(start_step);
+        for (k, store) in stores.iter().enumerate() {
+            let records: Arc<dyn zrecord::Records> = store.store.clone();
+            builder = builder.stream(format!("{k}"), records);
+        }
+        let n = stores.len();
+        let builder = builder.transform(move |mut step| {
+            let batches = (0..n).map(|k| step.take(&format!("{k}")).expect("every stream")).collect();
+            Ok((step.step(), step.indices().to_vec(), batches))
+        });
+        let loader = py.detach(|| builder.build()).py_err(py)?;
+        Ok(NativeLoader {
+            loader: Mutex::new(Some(loader)),
+            closing: AtomicBool::new(false),
+            pid: std::process::id(),
+        })
+    }
+
+    /// The next step: `(step, indices, batches)`, one batch per store in
+    /// order, a Dense one as `(words, nbytes)` and a Ragged one as
+    /// `(words, nbytes, spans, dims, dim_starts)`. Waits without the GIL,
+    /// checking for signals (Ctrl-C) every few milliseconds. `None` once closed.
+    fn next<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyTuple>>> {
+        if std::process::id() != self.pid {
+            return Err(zrecord_error(
+                py,
+                -13,
+                format!(
+                    "this DataLoader was created in process {} and its worker threads do not exist \
+                     in the forked process {}; create the DataLoader in the process that iterates it \
+                     (stores opened before the fork can be used there)",
+                    self.pid,
+                    std::process::id()
+                ),
+            ));
+        }
+        loop {
+            if self.closing.load(Ordering::Acquire) {
+                return Ok(None);
+            }
+            let got = py.detach(|| {
+                let mut guard = self.loader.lock().unwrap_or_else(PoisonError::into_inner);
+                match guard.as_mut() {
+                    Some(loader) => loader.next_timeout(POLL),
+                    None => Ok(None),
+                }
+            });
+            match got {
+                Err(TimedOut) => py.check_signals()?,
+                Ok(None) => return Ok(None),
+                Ok(Some(item)) => {
+                    let (step, indices, batches) = item.py_err(py)?;
+                    let out = PyList::empty(py);
+                    for batch in batches {
+                        match batch {
+                            Batch::Dense(b) => out.append(dense_out(py, b))?,
+                            Batch::Ragged(b) => out.append(ragged_out(py, b))?,
+                        }
+                    }
+                    let indices = PyArray1::from_vec(py, indices);
+                    return Ok(Some(PyTuple::new(
+                        py,
+                        [step.into_pyobject(py)?.into_any(), indices.into_any(), out.into_any()],
+                    )?));
+                }
+            }
+        }
+    }
+
+    /// The step the next call of `next` returns (after a failure, the failed step).
+    #[getter]
+    fn step(&self) -> Option<u64> {
+        self.loader.lock().unwrap_or_else(PoisonError::into_inner).as_ref().map(|l| l.step())
+    }
+
+    /// Stop the workers and join them (at most the step each is gathering).
+    fn close(&self, py: Python<'_>) {
+        if std::process::id() != self.pid {
+            return;
+        }
+        self.closing.store(true, Ordering::Release);
+        let loader = py.detach(|| self.loader.lock().unwrap_or_else(PoisonError::into_inner).take());
+        if let Some(mut loader) = loader {
+            py.detach(|| loader.close());
+        }
+    }
+}

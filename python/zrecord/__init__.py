@@ -1,0 +1,34 @@
+"""zrecord: random-access record stores for ML training data.
+
+loaderx 2.0.1's public API on zrecord's Rust engine — switching a training
+script is one import line::
+
+    from zrecord import Dense, Ragged, ZrecordError, DICT_TIERS, train_dict, Sampler, DataLoader
+
+Stores are byte-compatible with loaderx 2.0.1 in both directions. Beyond
+loaderx: ``Dense.open``/``Ragged.open`` take ``http(s)://`` URLs; gathers
+release the GIL and Dense batches are not copied (the array owns the buffer
+Rust filled); ``Dense.gather(indices, out=...)`` fills your array;
+``Ragged.gather(indices, packed=True)`` gives ``(values, offsets, shapes)``;
+the ``DataLoader`` delivers in step order, resumes from a step and shards by
+``rank``/``world``; stores work as map-style datasets for
+``torch.utils.data`` and survive ``os.fork()``.
+"""
+
+from ._errors import ZrecordError
+from ._records import DICT_TIERS, Dense, Ragged
+from ._train import train_dict
+from ._sampler import Sampler
+from ._loader import DataLoader
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Dense",
+    "Ragged",
+    "ZrecordError",
+    "DICT_TIERS",
+    "train_dict",
+    "Sampler",
+    "DataLoader",
+]

@@ -1,0 +1,186 @@
+"""Type stubs for zrecord: loaderx 2.0.1's public API on zrecord's engine."""
+
+import os
+from pathlib import Path
+from typing import (
+    Any,
+    Callable,
+    ClassVar,
+    Dict,
+    Iterable,
+    Iterator,
+    List,
+    Literal,
+    Mapping,
+    Optional,
+    Sequence,
+    Tuple,
+    TypeVar,
+    Union,
+    overload,
+)
+
+import numpy as np
+import numpy.typing as npt
+
+__version__: str
+
+_PathLike = Union[str, "os.PathLike[str]"]
+_Index = Union[int, np.integer[Any]]
+_Indices = Union[slice, Sequence[int], npt.NDArray[np.integer[Any]], npt.NDArray[np.bool_], Tuple[int, ...]]
+_Codec = Literal["raw", "zstd", "zstd_dict"]
+_Tier = Literal["fast", "balanced", "max"]
+_Self = TypeVar("_Self", bound="_Base")
+_T = TypeVar("_T")
+
+DICT_TIERS: Dict[str, Dict[str, int]]
+"""The dictionary presets: ``{"fast"|"balanced"|"max": {"size": bytes, "samples": bytes}}``."""
+
+class ZrecordError(RuntimeError):
+    """A store failed a check of the format, a read or a write; the message
+    names the store and the check, ``code`` is loaderx's numeric code."""
+
+    code: int
+    def __init__(self, code: int, message: Optional[str] = ...) -> None: ...
+
+class _Base:
+    path: Union[Path, str]
+    """The store's directory (a ``Path``) or URL (a ``str``)."""
+    dtype: np.dtype[Any]
+    """Element type, exactly as stored (never byte-swapped)."""
+    codec: _Codec
+    """``"raw"``, ``"zstd"`` or ``"zstd_dict"``."""
+    def __len__(self) -> int:
+        """Records in the store (appended so far, for a writer)."""
+    def has_dict(self) -> bool:
+        """True if the store has a zstd dictionary installed."""
+    def close(self) -> None:
+        """Publish a created store, or release an opened one. Idempotent."""
+    def __enter__(self: _Self) -> _Self: ...
+    def __exit__(self, exc_type: Any, exc_val: Any, exc_tb: Any) -> None: ...
+
+class Dense(_Base):
+    """Fixed-shape records: a gather is one ``(n, *item_shape)`` array that
+    owns the buffer the Rust reader filled (no copy)."""
+
+    item_shape: Tuple[int, ...]
+    @classmethod
+    def open(cls, path: _PathLike) -> "Dense":
+        """Open a store for reading: a directory or an ``http(s)://`` URL.
+
+        Raises ``FileNotFoundError`` for a missing store, ``ZrecordError``
+        for a damaged or unpublished one, ``ValueError`` (a
+        ``ZrecordError`` too) for a Ragged store or a foreign schema."""
+    @classmethod
+    def create(
+        cls,
+        path: _PathLike,
+        dtype: npt.DTypeLike,
+        item_shape: Iterable[int],
+        codec: _Codec = "zstd",
+        dict_bytes: Optional[bytes] = None,
+    ) -> "Dense":
+        """Create an append-only store; ``close()`` publishes it."""
+    def append(self, records: npt.NDArray[Any]) -> None:
+        """Append one ``(batch, *item_shape)`` array of the store's dtype."""
+    @overload
+    def __getitem__(self, idx: _Index) -> Any: ...
+    @overload
+    def __getitem__(self, idx: _Indices) -> npt.NDArray[Any]: ...
+    def __getitems__(self, idxs: _Indices) -> npt.NDArray[Any]:
+        """The records at ``idxs`` as one array (torch's batched fetch)."""
+    def gather(self, indices: _Indices, out: Optional[npt.NDArray[Any]] = None) -> npt.NDArray[Any]:
+        """Gather into a new array, or into ``out`` (C-contiguous, writable,
+        the store's dtype, shape ``(len(indices), *item_shape)``)."""
+
+class Ragged(_Base):
+    """Variable-shape records: a gather is a list of arrays, or with
+    ``packed=True`` a ``(values, offsets, shapes)`` tuple."""
+
+    @classmethod
+    def open(cls, path: _PathLike) -> "Ragged":
+        """Open a store for reading: a directory or an ``http(s)://`` URL."""
+    @classmethod
+    def create(
+        cls,
+        path: _PathLike,
+        dtype: npt.DTypeLike,
+        codec: _Codec = "zstd",
+        dict_bytes: Optional[bytes] = None,
+    ) -> "Ragged":
+        """Create an append-only store; ``close()`` publishes it."""
+    def append(self, records: Iterable[npt.NDArray[Any]]) -> None:
+        """Append an iterable of non-empty arrays of the store's dtype."""
+    @overload
+    def __getitem__(self, idx: _Index) -> npt.NDArray[Any]: ...
+    @overload
+    def __getitem__(self, idx: _Indices) -> List[npt.NDArray[Any]]: ...
+    def __getitems__(self, idxs: _Indices) -> List[npt.NDArray[Any]]:
+        """The records at ``idxs``, each with the shape it was written with."""
+    @overload
+    def gather(self, indices: _Indices, packed: Literal[False] = False) -> List[npt.NDArray[Any]]: ...
+    @overload
+    def gather(
+        self, indices: _Indices, packed: Literal[True]
+    ) -> Tuple[npt.NDArray[Any], npt.NDArray[np.int64], npt.NDArray[np.int64]]: ...
+
+def train_dict(
+    source: Union[npt.NDArray[Any], Iterable[Any], Dense, Ragged],
+    tier: Optional[_Tier] = None,
+    path: Optional[_PathLike] = None,
+) -> bytes:
+    """Train a zstd dictionary (loaderx's sample, identical bytes) for
+    ``zstd_dict`` stores; also write it to ``path`` if given."""
+
+class Sampler:
+    """loaderx's endless index-batch streams, exactly."""
+
+    class Mode:
+        SEQUENTIAL: ClassVar[int]
+        IID: ClassVar[int]
+        CYCLIC: ClassVar[int]
+    indices: npt.NDArray[np.uint64]
+    def __init__(
+        self, length: int, batch_size: int, mode: int, seed: int = 42, *, rank: int = 0, world: int = 1
+    ) -> None: ...
+    def next(self) -> npt.NDArray[np.uint64]:
+        """The next batch: a borrowed view, valid until the next draw."""
+    def seek(self, step: int) -> None:
+        """Make step ``step`` the next draw."""
+    @property
+    def step(self) -> int:
+        """The step the next draw returns."""
+    def __iter__(self) -> "Sampler": ...
+    def __next__(self) -> npt.NDArray[np.uint64]: ...
+
+class DataLoader(Iterator[Any]):
+    """loaderx's endless multi-stream loader, delivering in step order."""
+
+    streams: Dict[str, Union[Dense, Ragged]]
+    def __init__(
+        self,
+        streams: Mapping[str, Union[Dense, Ragged]],
+        transform_workers: int = 4,
+        batch_size: int = 256,
+        prefetch_size: int = 4,
+        mode: int = 2,
+        seed: int = 42,
+        transform: Callable[[Dict[str, Any]], Any] = ...,
+        *,
+        rank: int = 0,
+        world: int = 1,
+        start_step: int = 0,
+        gather_workers: int = 2,
+        ragged: Literal["list", "packed"] = "list",
+    ) -> None: ...
+    @property
+    def step(self) -> int:
+        """The step the next batch is; pass it as ``start_step`` to resume."""
+    def __len__(self) -> int:
+        """Always raises TypeError: the loader is endless."""
+    def __iter__(self) -> "DataLoader": ...
+    def __next__(self) -> Any: ...
+    def close(self) -> None:
+        """Stop every thread promptly. Idempotent, from any thread."""
+    def __enter__(self) -> "DataLoader": ...
+    def __exit__(self, exc_type: Any, exc_val: Any, exc_tb: Any) -> None: ...

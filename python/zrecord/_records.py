@@ -1,0 +1,451 @@
+"""``Dense`` and ``Ragged``: loaderx 2.0.1's record containers on zrecord's engine.
+
+The argument checks, error types and result shapes are loaderx's (its
+``loaderx/zrecord.py``, MIT licensed); reading, writing and decoding are
+zrecord's Rust library (``zrecord._native``), which releases the GIL for every
+gather and append and hands each gathered Dense batch to NumPy without a copy.
+
+Beyond loaderx: ``open`` also takes ``http://`` and ``https://`` URLs;
+``gather(indices, out=None)`` fills a caller's array; ``Ragged.gather(...,
+packed=True)`` returns ``(values, offsets, shapes)`` with no Python object per
+record; a reader pickles as "open this path again" (for spawned workers); a
+store opened before ``os.fork()`` reads in the child.
+"""
+
+import math
+import operator
+import os
+from pathlib import Path
+
+import numpy as np
+
+from . import _native
+from ._errors import ZrecordError, ZrecordSchemaError
+
+__all__ = ["Dense", "Ragged", "ZrecordError", "DICT_TIERS"]
+
+MAX_RECORD_LEN = 1 << 31
+_NUMPY_MAX_NDIMS = 64 if int(np.__version__.split(".", 1)[0]) >= 2 else 32
+_MAX_UINT64 = np.iinfo(np.uint64).max
+_MAX_INTP = np.iinfo(np.intp).max
+_U8 = np.dtype(np.uint8)
+_POOLED = 4 << 20  # zrecord._native's pool::MIN_POOLED
+
+# Dictionary sizing presets, exactly loaderx's: a tier names both the
+# dictionary's size and how many bytes of records train it.
+#
+#   "fast"     a small dictionary and a small training sample.
+#   "balanced" the default.
+#   "max"      the largest dictionary and the fullest training sample.
+DICT_TIERS = {
+    "fast":     {"size": 32 << 10, "samples": 4 << 20},
+    "balanced": {"size": 128 << 10, "samples": 16 << 20},
+    "max":      {"size": 1 << 20, "samples": 64 << 20},
+}
+
+
+def _is_url(path):
+    return isinstance(path, str) and path.startswith(("http://", "https://"))
+
+
+def _validate_dtype(dtype):
+    if dtype.fields is not None:
+        raise ValueError("structured dtypes are not supported")
+    if dtype.subdtype is not None:
+        raise ValueError(
+            "subarray dtypes are not supported; put dimensions in the shape"
+        )
+    if dtype.metadata is not None:
+        raise ValueError("dtype metadata is not supported")
+    if dtype.hasobject:
+        raise ValueError("object dtypes cannot be persisted")
+    return dtype
+
+
+def _validate_shape(value):
+    try:
+        dimensions = tuple(value)
+    except TypeError:
+        raise ValueError("item_shape must be an iterable of integers") from None
+    shape = []
+    for dimension in dimensions:
+        if isinstance(dimension, (bool, np.bool_)):
+            raise ValueError("item_shape dimensions must be integers")
+        try:
+            dimension = operator.index(dimension)
+        except TypeError:
+            raise ValueError("item_shape dimensions must be integers") from None
+        if dimension < 0:
+            raise ValueError("item_shape dimensions must be non-negative")
+        shape.append(dimension)
+    if len(shape) >= _NUMPY_MAX_NDIMS:
+        raise ValueError(
+            f"item_shape rank must be below NumPy's {_NUMPY_MAX_NDIMS}-dimension limit"
+        )
+    return tuple(shape)
+
+
+def _words_as(words, nbytes, dtype, shape):
+    """View the first ``nbytes`` of a gathered buffer (a ``uint64`` array over
+    the Rust allocation, which NumPy now owns) as ``dtype`` in ``shape``."""
+    return words.view(_U8)[:nbytes].view(dtype).reshape(shape)
+
+
+def _ragged_records(parts, dtype):
+    """A gathered Ragged batch as loaderx's list of per-record arrays (views
+    of one allocation)."""
+    words, nbytes, spans, dims, dim_starts = parts
+    if not len(dim_starts) > 1:
+        return []
+    data = words.view(_U8)[:nbytes]
+    starts = dim_starts.tolist()
+    dims = dims.tolist()
+    out = []
+    for k, (lo, hi) in enumerate(spans.reshape(-1, 2).tolist()):
+        out.append(data[lo:hi].view(dtype).reshape(dims[starts[k]:starts[k + 1]]))
+    return out
+
+
+def _ragged_packed(parts, dtype):
+    """A gathered Ragged batch as ``(values, offsets, shapes)``: record ``i`` is
+    ``values[offsets[i]:offsets[i + 1]].reshape(shapes[i][shapes[i] >= 0])``."""
+    words, nbytes, spans, dims, dim_starts = parts
+    n = len(dim_starts) - 1
+    data = words.view(_U8)[:nbytes]
+    spans = spans.reshape(-1, 2)
+    itemsize = dtype.itemsize
+    lengths = spans[:, 1] - spans[:, 0]
+    contiguous = n == 0 or (
+        spans[0, 0] == 0 and np.array_equal(spans[1:, 0], spans[:-1, 1])
+    )
+    if contiguous:
+        values = data[:int(spans[-1, 1]) if n else 0].view(dtype)
+    else:
+        # Padding between records (dtypes whose size is not a power of two):
+        # pack them (the only copy this form makes).
+        values = np.concatenate(
+            [data[lo:hi] for lo, hi in spans.tolist()] or [data[:0]]
+        ).view(dtype)
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(lengths // itemsize, out=offsets[1:])
+    ranks = np.diff(dim_starts.astype(np.int64))
+    rank = int(ranks.max()) if n else 0
+    if n and int(ranks.min()) == rank:
+        shapes = dims.astype(np.int64).reshape(n, rank)
+    else:
+        shapes = np.full((n, rank), -1, dtype=np.int64)
+        flat = dims.astype(np.int64)
+        for k in range(n):
+            shapes[k, :ranks[k]] = flat[dim_starts[k]:dim_starts[k + 1]]
+    return values, offsets, shapes
+
+
+def _explain_schema(message, dense):
+    """Add loaderx's words for a schema it would also reject."""
+    expected = ["dtype", "item_shape"] if dense else ["dtype"]
+    if "field" in message:
+        return f"{message} (invalid {'dense' if dense else 'ragged'} schema fields, expected {expected})"
+    if "integer `-" in message:
+        return f"{message} (item_shape dimensions must be non-negative)"
+    return message
+
+
+class _Base:
+    """Typed schema and lifecycle common to both geometries."""
+
+    def __init__(self, *args, **kwargs):
+        raise TypeError(
+            f"use {type(self).__name__}.open(...) or {type(self).__name__}.create(...)"
+        )
+
+    def _open(self, path, dense):
+        self._writable = False
+        self.path = path if _is_url(path) else Path(path)
+        name = path if _is_url(path) else os.fsdecode(os.fspath(path))
+        try:
+            store = _native.NativeStore.open(name)
+        except ZrecordSchemaError as exc:
+            raise ZrecordSchemaError(exc.code, _explain_schema(str(exc), dense)) from None
+        except FileNotFoundError as exc:
+            # A store directory with a file missing is a damaged store.
+            if not _is_url(path) and os.path.isdir(name):
+                raise ZrecordError(-8, str(exc)) from None
+            raise
+        kind = "dense" if dense else "ragged"
+        if store.kind != kind:
+            expected = ["dtype", "item_shape"] if dense else ["dtype"]
+            other = "Ragged" if dense else "Dense"
+            raise ZrecordSchemaError(
+                -8,
+                f"{store.name}: invalid {kind} schema fields, expected {expected}: "
+                f"this is a {store.kind} store (open it with {other}.open)",
+            )
+        self.dtype = _validate_dtype(np.dtype(store.dtype))
+        if dense:
+            self.item_shape = _validate_shape(store.item_shape)
+            self._row_bytes = math.prod(self.item_shape) * self.dtype.itemsize
+            if self._row_bytes <= 0 or self._row_bytes > MAX_RECORD_LEN:
+                raise ZrecordSchemaError(
+                    -8, f"{store.name}: invalid dense record width {self._row_bytes} in schema"
+                )
+        self.codec = store.codec
+        self._store = store
+
+    def _create(self, path, dense, dtype, item_shape, codec, dict_bytes):
+        if _is_url(path):
+            raise ValueError(f"{path}: stores are created on the local file system, not at a URL")
+        self._writable = True
+        self.path = Path(path)
+        self.dtype = _validate_dtype(np.dtype(dtype))
+        self.codec = codec
+        if not isinstance(codec, str) or codec not in ("raw", "zstd", "zstd_dict"):
+            raise ValueError(
+                f"unknown codec {codec!r}, expected one of ['raw', 'zstd', 'zstd_dict']"
+            )
+        if self.codec == "zstd_dict" and not dict_bytes:
+            raise ValueError(
+                "creating a zstd_dict store requires non-empty dict_bytes from train_dict"
+            )
+        if self.codec != "zstd_dict" and dict_bytes is not None:
+            raise ValueError("dict_bytes requires codec='zstd_dict'")
+        if dense:
+            self.item_shape = _validate_shape(item_shape)
+            self._row_bytes = math.prod(self.item_shape) * self.dtype.itemsize
+            if self._row_bytes <= 0 or self._row_bytes > MAX_RECORD_LEN:
+                raise ValueError(
+                    f"dense record width {self._row_bytes} is outside the native limit"
+                )
+        self._store = _native.NativeWriter.create(
+            os.fsdecode(os.fspath(path)),
+            self.dtype.str,
+            list(self.item_shape) if dense else None,
+            codec,
+            None if dict_bytes is None else bytes(dict_bytes),
+        )
+
+    def __len__(self):
+        return len(self._require_store())
+
+    def _require_store(self, writable=None):
+        store = getattr(self, "_store", None)
+        if store is None:
+            raise RuntimeError("Container is closed")
+        if writable is not None and self._writable != writable:
+            operation = "append" if writable else "read"
+            source = "create" if writable else "open"
+            raise RuntimeError(f"{operation} requires a container returned by {source}()")
+        return store
+
+    def _idxs(self, idx):
+        length = len(self._store)
+        if isinstance(idx, (bool, np.bool_)):
+            raise TypeError("a boolean scalar is not a record index or mask")
+        if isinstance(idx, slice):
+            if ((idx.start is not None and idx.start < 0) or
+                    (idx.stop is not None and idx.stop < 0)):
+                raise IndexError("negative record indices are not supported")
+            idxs = np.arange(*idx.indices(length), dtype=np.uint64)
+        else:
+            idxs = np.asarray([idx] if isinstance(idx, (int, np.integer)) else idx)
+            if idxs.dtype == np.bool_:
+                if idxs.ndim != 1 or idxs.size != length:
+                    raise IndexError(
+                        f"boolean mask must be one-dimensional with length {length}"
+                    )
+                idxs = np.flatnonzero(idxs)
+            elif idxs.size and not np.issubdtype(idxs.dtype, np.integer):
+                raise TypeError("indices must be integers or a bool mask")
+            if idxs.size and idxs.dtype.kind == "i" and idxs.min() < 0:
+                raise IndexError("negative record indices are not supported")
+            idxs = np.ascontiguousarray(idxs, dtype=np.uint64).reshape(-1)
+        if idxs.size and idxs.max() >= length:
+            raise IndexError(f"record index out of range for container of length {length}")
+        return idxs
+
+    def __getitem__(self, idx):
+        """One record for an integer index; a batch for a slice, a sequence,
+        an integer array or a boolean mask (``ds[0, 5, 2]`` too)."""
+        values = self.__getitems__(idx)
+        return values[0] if isinstance(idx, (int, np.integer)) else values
+
+    def __getitems__(self, idxs):
+        """The records at ``idxs`` as one batch (the batched form
+        ``torch.utils.data`` calls when a dataset has it)."""
+        self._require_store(False)
+        return self._gather(self._idxs(idxs))
+
+    def has_dict(self):
+        """True if the store has a zstd dictionary installed."""
+        return self.codec == "zstd_dict"
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc_val, exc_tb):
+        self.close()
+
+    def close(self):
+        """Publish a created store (its records become visible to readers),
+        or release an opened one. Idempotent."""
+        store = getattr(self, "_store", None)
+        if store is None:
+            return
+        self._store = None
+        if self._writable:
+            store.close()
+
+    def __reduce__(self):
+        if self._writable or getattr(self, "_store", None) is None:
+            raise TypeError(f"only an open {type(self).__name__} reader can be pickled")
+        path = self.path if isinstance(self.path, str) else os.fspath(self.path)
+        return (type(self).open, (path,))
+
+    def __repr__(self):
+        state = "closed" if getattr(self, "_store", None) is None else (
+            "writer" if self._writable else "reader")
+        path = str(getattr(self, "path", "?"))
+        return f"{type(self).__name__}({path!r}, {state}, codec={getattr(self, 'codec', None)!r})"
+
+
+class Dense(_Base):
+    """Fixed-shape records: one ``(batch, *item_shape)`` array per gather.
+
+    ``ds[i]`` is one record of shape ``item_shape``; ``ds[indices]`` a
+    ``(len(indices), *item_shape)`` array which owns its memory (the buffer
+    the Rust reader filled, not a copy). Append takes one ``(batch,
+    *item_shape)`` array of the store's dtype.
+
+    >>> with Dense.create(path, np.uint8, (3, 32, 32)) as w:   # doctest: +SKIP
+    ...     w.append(images)
+    >>> ds = Dense.open(path)                                  # doctest: +SKIP
+    >>> ds[[9, 0, 9]].shape                                    # doctest: +SKIP
+    (3, 3, 32, 32)
+    """
+
+    @classmethod
+    def open(cls, path):
+        """Open an existing dense container for reading: a directory, or an
+        ``http(s)://`` URL of one (any server that answers Range requests)."""
+        self = cls.__new__(cls)
+        self._open(path, True)
+        return self
+
+    @classmethod
+    def create(cls, path, dtype, item_shape, codec="zstd", dict_bytes=None):
+        """Create a new append-only dense container with an explicit schema.
+
+        ``codec`` is ``"raw"``, ``"zstd"`` (default) or ``"zstd_dict"`` (then
+        ``dict_bytes`` from :func:`train_dict` is required)."""
+        self = cls.__new__(cls)
+        self._create(path, True, dtype, item_shape, codec, dict_bytes)
+        return self
+
+    def _prepare_dense(self, batch):
+        if not isinstance(batch, np.ndarray):
+            raise TypeError("dense append requires a numpy array")
+        if batch.ndim == 0:
+            batch = batch.reshape(1)
+        if batch.dtype != self.dtype:
+            raise ValueError(
+                f"dense append dtype {batch.dtype} != store dtype {self.dtype}"
+            )
+        if batch.ndim != len(self.item_shape) + 1 or batch.shape[1:] != self.item_shape:
+            raise ValueError(
+                f"dense append shape {batch.shape} != (batch, *{self.item_shape})"
+            )
+        if len(batch) == 0:
+            raise ValueError("append needs at least one record")
+        return np.ascontiguousarray(batch)
+
+    def append(self, records):
+        """Append one ``(batch, *item_shape)`` array; returns when it is
+        written (published by ``close``). Releases the GIL while writing."""
+        store = self._require_store(True)
+        src = self._prepare_dense(records)
+        store.append_dense(src.reshape(-1).view(_U8))
+
+    def _gather(self, idxs):
+        shape = (idxs.size, *self.item_shape)
+        if idxs.size * self._row_bytes >= _POOLED:
+            # Big batches: into a recycled Rust buffer whose pages are already
+            # resident (no page faults, no kernel zeroing); the array owns it.
+            return self._store.gather_dense_pooled(idxs).view(self.dtype).reshape(shape)
+        # NumPy allocates (uninitialised) and the Rust reader decodes straight
+        # into it: no copy, and the array owns its memory.
+        values = np.empty(shape, dtype=self.dtype)
+        self._store.gather_dense_into(idxs, values.reshape(-1).view(_U8))
+        return values
+
+    def gather(self, indices, out=None):
+        """Gather the records at ``indices`` (any order, repeats allowed).
+
+        With ``out`` (a C-contiguous, writable array of the store's dtype and
+        shape ``(len(indices), *item_shape)``), fill it and return it: no
+        allocation per call. Without, return a new array (as ``ds[indices]``).
+        """
+        self._require_store(False)
+        idxs = self._idxs(indices)
+        if out is None:
+            return self._gather(idxs)
+        if not isinstance(out, np.ndarray):
+            raise TypeError("out must be a numpy array")
+        want = (idxs.size, *self.item_shape)
+        if out.dtype != self.dtype or out.shape != want:
+            raise ValueError(
+                f"out is {out.dtype} {out.shape}, the gather needs {self.dtype} {want}"
+            )
+        if not out.flags.c_contiguous or not out.flags.writeable:
+            raise ValueError("out must be C-contiguous and writable")
+        self._store.gather_dense_into(idxs, out.reshape(-1).view(_U8))
+        return out
+
+
+class Ragged(_Base):
+    """Variable-shape records: a gather returns a list of arrays, each with
+    the shape it was written with (views of one allocation per batch).
+
+    ``gather(indices, packed=True)`` returns ``(values, offsets, shapes)``
+    instead, with no Python object per record. Append takes an iterable of
+    arrays of the store's dtype; empty records are rejected (the format
+    stores only non-empty records).
+    """
+
+    @classmethod
+    def open(cls, path):
+        """Open an existing ragged container for reading: a directory, or an
+        ``http(s)://`` URL of one."""
+        self = cls.__new__(cls)
+        self._open(path, False)
+        return self
+
+    @classmethod
+    def create(cls, path, dtype, codec="zstd", dict_bytes=None):
+        """Create a new append-only ragged container with an explicit dtype."""
+        self = cls.__new__(cls)
+        self._create(path, False, dtype, None, codec, dict_bytes)
+        return self
+
+    def append(self, records):
+        """Check every record (a non-empty array of the store's dtype), then
+        append them all; returns when they are written. The payloads are
+        written straight from the arrays, without the GIL."""
+        store = self._require_store(True)
+        if not isinstance(records, list):
+            records = list(records)
+        store.append_ragged(records, self.dtype)
+
+    def _gather(self, idxs):
+        return _ragged_records(self._store.gather_ragged(idxs), self.dtype)
+
+    def gather(self, indices, packed=False):
+        """Gather the records at ``indices``: a list of arrays (as
+        ``ds[indices]``), or with ``packed=True`` a tuple ``(values, offsets,
+        shapes)`` — ``values`` every record's items back to back (1-D, the
+        store's dtype), ``offsets`` int64 ``(n + 1,)`` so record ``i`` is
+        ``values[offsets[i]:offsets[i + 1]]``, and ``shapes`` int64 ``(n,
+        max_rank)``, each row a record's shape padded with -1."""
+        self._require_store(False)
+        parts = self._store.gather_ragged(self._idxs(indices))
+        if packed:
+            return _ragged_packed(parts, self.dtype)
+        return _ragged_records(parts, self.dtype)
