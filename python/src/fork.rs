@@ -13,6 +13,7 @@ use rayon::{ThreadPool, ThreadPoolBuilder};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use zrecord::batch::{DenseBatch, RaggedBatch};
 use zrecord::format::{FileSizes, RecordLoc, StoreInfo};
+use zrecord::remote::{HttpOptions, RemoteOptions, RemoteStore};
 use zrecord::{Records, Result};
 
 static HOME_PID: OnceLock<u32> = OnceLock::new();
@@ -72,18 +73,18 @@ pub fn run<R: Send>(f: impl FnOnce() -> R + Send) -> R {
 pub struct ForkSafe {
     inner: Arc<dyn Records>,
     /// For a remote store: how to open it again in a child.
-    url: Option<String>,
+    url: Option<(String, RemoteOptions)>,
     child: Mutex<Option<(u32, Arc<dyn Records>)>>,
 }
 
 impl ForkSafe {
-    pub fn new(inner: Arc<dyn Records>, url: Option<String>) -> Self {
+    pub fn new(inner: Arc<dyn Records>, url: Option<(String, RemoteOptions)>) -> Self {
         ForkSafe { inner, url, child: Mutex::new(None) }
     }
 
     /// The store to read in this process.
     fn current(&self) -> Result<Arc<dyn Records>> {
-        let Some(url) = self.url.as_deref().filter(|_| forked()) else {
+        let Some((url, options)) = self.url.as_ref().filter(|_| forked()) else {
             return Ok(Arc::clone(&self.inner));
         };
         let pid = std::process::id();
@@ -93,7 +94,8 @@ impl ForkSafe {
                 return Ok(Arc::clone(store));
             }
         }
-        let store: Arc<dyn Records> = Arc::new(zrecord::remote::RemoteStore::open_blocking(url)?);
+        let store: Arc<dyn Records> =
+            Arc::new(RemoteStore::open_blocking_with(url, options.clone(), HttpOptions::default())?);
         if let Some(old) = slot.replace((pid, Arc::clone(&store))) {
             std::mem::forget(old); // its HTTP workers belong to another process
         }

@@ -7,11 +7,13 @@ use numpy::{PyArray1, PyReadonlyArray1, PyReadwriteArray1};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use std::sync::Arc;
+use zrecord::format::Verify;
+use zrecord::remote::{HttpOptions, RemoteOptions, RemoteStore};
 use zrecord::{Geometry, Records};
 
-/// Whether `path` names a remote store.
+/// Whether `path` names a remote store (HTTP or a bucket).
 pub fn is_url(path: &str) -> bool {
-    path.starts_with("http://") || path.starts_with("https://")
+    ["http://", "https://", "s3://", "gs://", "az://"].iter().any(|s| path.starts_with(s))
 }
 
 /// An open, read-only store. Gathers release the GIL.
@@ -22,15 +24,21 @@ pub struct NativeStore {
 
 #[pymethods]
 impl NativeStore {
-    /// Open the store at `path` (a directory, or an `http(s)://` URL).
+    /// Open the store at `path` (a directory, or an `http(s)://`, `s3://`,
+    /// `gs://` or `az://` URL); with `verify`, every record read is checked
+    /// against the store's checksum sidecar (an unsealed store fails to open).
     #[staticmethod]
-    fn open(py: Python<'_>, path: String) -> PyResult<NativeStore> {
+    #[pyo3(signature = (path, verify = false))]
+    fn open(py: Python<'_>, path: String, verify: bool) -> PyResult<NativeStore> {
+        let verify = if verify { Verify::Always } else { Verify::Off };
         let opened = py.detach(|| -> zrecord::Result<ForkSafe> {
             if is_url(&path) {
-                let store = zrecord::remote::RemoteStore::open_blocking(&path)?;
-                Ok(ForkSafe::new(Arc::new(store), Some(path.clone())))
+                let options = RemoteOptions { verify, ..Default::default() };
+                let store = RemoteStore::open_blocking_with(&path, options.clone(), HttpOptions::default())?;
+                Ok(ForkSafe::new(Arc::new(store), Some((path.clone(), options))))
             } else {
-                Ok(ForkSafe::new(Arc::new(zrecord::Store::open(&path)?), None))
+                let options = zrecord::OpenOptions { verify, ..Default::default() };
+                Ok(ForkSafe::new(Arc::new(zrecord::Store::open_with(&path, options)?), None))
             }
         });
         Ok(NativeStore { store: Arc::new(opened.py_err(py)?) })

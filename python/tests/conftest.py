@@ -13,26 +13,9 @@ REPO = Path(__file__).resolve().parents[2]
 HOME = Path(os.environ.get("HOME", "/root"))
 
 
-def _first_existing(*candidates):
-    for c in candidates:
-        if c.exists():
-            return c
-    raise RuntimeError(
-        "none of these exist: " + ", ".join(str(c) for c in candidates)
-    )
-
-
-def fixtures_root():
-    """tests/fixtures/ in the repository, or ../shared/fixtures/ beside it
-    (the fixtures are moving into the repository)."""
-    return _first_existing(
-        REPO / "tests" / "fixtures" / "loaderx-2.0.1",
-        REPO.parent / "shared" / "fixtures" / "loaderx-2.0.1",
-    ).parent
-
-
-FIXTURES = fixtures_root() / "loaderx-2.0.1"
-GOLDEN = fixtures_root() / "zsampler-golden.json"
+# The loaderx 2.0.1 fixtures and the sampler's golden streams, in the repository.
+FIXTURES = REPO / "tests" / "fixtures" / "loaderx-2.0.1"
+GOLDEN = REPO / "tests" / "fixtures" / "zsampler-golden.json"
 
 
 def loaderx_python():

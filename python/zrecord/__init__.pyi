@@ -65,8 +65,12 @@ class Dense(_Base):
 
     item_shape: Tuple[int, ...]
     @classmethod
-    def open(cls, path: _PathLike) -> "Dense":
-        """Open a store for reading: a directory or an ``http(s)://`` URL.
+    def open(cls, path: _PathLike, verify: bool = False) -> "Dense":
+        """Open a store for reading: a directory or an ``http(s)://``,
+        ``s3://``, ``gs://`` or ``az://`` URL. With ``verify=True`` every
+        record read is checked against the store's checksum sidecar
+        (``sums.zr``): changed bytes raise ``ZrecordError``, and an unsealed
+        store does not open.
 
         Raises ``FileNotFoundError`` for a missing store, ``ZrecordError``
         for a damaged or unpublished one, ``ValueError`` (a
@@ -98,8 +102,9 @@ class Ragged(_Base):
     ``packed=True`` a ``(values, offsets, shapes)`` tuple."""
 
     @classmethod
-    def open(cls, path: _PathLike) -> "Ragged":
-        """Open a store for reading: a directory or an ``http(s)://`` URL."""
+    def open(cls, path: _PathLike, verify: bool = False) -> "Ragged":
+        """Open a store for reading: a directory or a URL; ``verify`` as for
+        :meth:`Dense.open`."""
     @classmethod
     def create(
         cls,

@@ -45,7 +45,7 @@ DICT_TIERS = {
 
 
 def _is_url(path):
-    return isinstance(path, str) and path.startswith(("http://", "https://"))
+    return isinstance(path, str) and path.startswith(("http://", "https://", "s3://", "gs://", "az://"))
 
 
 def _validate_dtype(dtype):
@@ -158,12 +158,12 @@ class _Base:
             f"use {type(self).__name__}.open(...) or {type(self).__name__}.create(...)"
         )
 
-    def _open(self, path, dense):
+    def _open(self, path, dense, verify=False):
         self._writable = False
         self.path = path if _is_url(path) else Path(path)
         name = path if _is_url(path) else os.fsdecode(os.fspath(path))
         try:
-            store = _native.NativeStore.open(name)
+            store = _native.NativeStore.open(name, verify)
         except ZrecordSchemaError as exc:
             raise ZrecordSchemaError(exc.code, _explain_schema(str(exc), dense)) from None
         except FileNotFoundError as exc:
@@ -323,11 +323,15 @@ class Dense(_Base):
     """
 
     @classmethod
-    def open(cls, path):
+    def open(cls, path, verify=False):
         """Open an existing dense container for reading: a directory, or an
-        ``http(s)://`` URL of one (any server that answers Range requests)."""
+        ``http(s)://`` (any server that answers Range requests), ``s3://``,
+        ``gs://`` or ``az://`` URL of one. With ``verify=True`` every record
+        read is checked against the store's checksum sidecar (``sums.zr``,
+        see ``zrecord seal``): a record whose bytes changed raises
+        ``ZrecordError``, and an unsealed store does not open."""
         self = cls.__new__(cls)
-        self._open(path, True)
+        self._open(path, True, verify)
         return self
 
     @classmethod
@@ -411,11 +415,12 @@ class Ragged(_Base):
     """
 
     @classmethod
-    def open(cls, path):
+    def open(cls, path, verify=False):
         """Open an existing ragged container for reading: a directory, or an
-        ``http(s)://`` URL of one."""
+        ``http(s)://``, ``s3://``, ``gs://`` or ``az://`` URL of one;
+        ``verify`` as for :meth:`Dense.open`."""
         self = cls.__new__(cls)
-        self._open(path, False)
+        self._open(path, False, verify)
         return self
 
     @classmethod

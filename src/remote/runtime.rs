@@ -9,7 +9,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock, PoisonError};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 use tokio::runtime::{Builder, Handle, Runtime};
@@ -17,20 +17,29 @@ use tokio::task::JoinHandle;
 
 /// The process's runtime: two to four worker threads do the socket (and TLS)
 /// work of hundreds of requests in flight; the bytes are decoded on the
-/// caller's threads.
+/// caller's threads. A forked child (Python's multiprocessing) has none of
+/// its parent's threads, so it starts its own runtime on first use.
 pub fn handle() -> &'static Handle {
-    static RUNTIME: OnceLock<Runtime> = OnceLock::new();
-    RUNTIME
-        .get_or_init(|| {
+    static RUNTIME: Mutex<Option<(u32, &'static Runtime)>> = Mutex::new(None);
+    let pid = std::process::id();
+    let mut slot = RUNTIME.lock().unwrap_or_else(PoisonError::into_inner);
+    match *slot {
+        Some((owner, rt)) if owner == pid => rt.handle(),
+        _ => {
             let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
-            Builder::new_multi_thread()
+            let rt = Builder::new_multi_thread()
                 .worker_threads(cores.clamp(2, 4))
                 .thread_name("zrecord-io")
                 .enable_all()
                 .build()
-                .expect("starting the tokio runtime for remote reads")
-        })
-        .handle()
+                .expect("starting the tokio runtime for remote reads");
+            // Kept for the life of the process (a parent's, copied by fork,
+            // is left alone: its threads are not in the child).
+            let rt: &'static Runtime = Box::leak(Box::new(rt));
+            *slot = Some((pid, rt));
+            rt.handle()
+        }
+    }
 }
 
 /// Time since the first call, on a monotonic clock.
