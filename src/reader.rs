@@ -342,7 +342,7 @@ impl Store {
     }
 
     /// Decode record `k` of `plan`, at checked `loc`, into `dst`.
-    #[inline]
+    #[inline(always)]
     fn read_record(
         &self,
         mem: &InMemory<'_>,

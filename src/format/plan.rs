@@ -26,7 +26,7 @@ use super::coalesce::{Merge, Reads};
 use super::decode::{self, MAX_ZSTD_EXPANSION, PRECHECK_BYTES, ZSTD_MAX_HEADER};
 use super::store_core::StoreCore;
 use super::sums;
-use super::{Geometry, RecordLoc, StoreInfo, LOC_SIZE};
+use super::{Codec, Geometry, RecordLoc, StoreInfo, LOC_SIZE};
 use crate::batch::{DenseBatch, RaggedBatch};
 use crate::{Error, Result};
 use std::ops::Range;
@@ -51,6 +51,9 @@ pub struct GatherPlan<'a> {
     row: Option<usize>,
     /// Checksums to check stored bytes against, for a checked gather.
     expected: Option<Expected<'a>>,
+    /// The codec and `tail_offset`, copied here for the per-record checks.
+    codec: Codec,
+    tail: u64,
 }
 
 impl<'a> GatherPlan<'a> {
@@ -61,7 +64,7 @@ impl<'a> GatherPlan<'a> {
     pub fn dense(core: &'a StoreCore, indices: &'a [u64]) -> Result<Self> {
         let row = core.info().dense_row()?;
         core.info().check_indices(indices)?;
-        Ok(GatherPlan { core, indices, row: Some(row), expected: None })
+        Ok(GatherPlan::new(core, indices, Some(row)))
     }
 
     /// A Dense gather into the caller's buffer of `out_len` bytes.
@@ -71,7 +74,7 @@ impl<'a> GatherPlan<'a> {
     /// not exactly `indices.len()` rows.
     pub fn dense_into(core: &'a StoreCore, indices: &'a [u64], out_len: usize) -> Result<Self> {
         let row = core.info().check_dense_gather(indices, out_len)?;
-        Ok(GatherPlan { core, indices, row: Some(row), expected: None })
+        Ok(GatherPlan::new(core, indices, Some(row)))
     }
 
     /// A Ragged gather.
@@ -87,7 +90,12 @@ impl<'a> GatherPlan<'a> {
             });
         }
         info.check_indices(indices)?;
-        Ok(GatherPlan { core, indices, row: None, expected: None })
+        Ok(GatherPlan::new(core, indices, None))
+    }
+
+    fn new(core: &'a StoreCore, indices: &'a [u64], row: Option<usize>) -> Self {
+        let info = core.info();
+        GatherPlan { core, indices, row, expected: None, codec: info.codec(), tail: info.header.tail_offset }
     }
 
     /// Check every record's stored bytes against `expected` before decoding
@@ -137,22 +145,20 @@ impl<'a> GatherPlan<'a> {
     ///
     /// # Errors
     /// `BadFormat` for a broken rule, `CorruptRecord` for an impossible size.
-    #[inline]
+    #[inline(always)]
     pub fn check_loc(&self, k: usize, loc: &RecordLoc) -> Result<()> {
-        let info = self.info();
-        let index = self.indices[k];
         match self.row {
             // The hot path: a handful of compares that build no error.
             Some(row)
-                if loc.is_valid_row(info.codec(), info.header.tail_offset, row as u64)
-                    && (!info.codec().is_compressed()
+                if loc.is_valid_row(self.codec, self.tail, row as u64)
+                    && (!self.codec.is_compressed()
                         || u64::from(loc.logic_length)
                             <= u64::from(loc.phys_length) * MAX_ZSTD_EXPANSION) =>
             {
                 Ok(())
             }
-            Some(row) => decode::check_dense_loc(info, index, loc, row as u64),
-            None => decode::check_record_loc(info, index, loc),
+            Some(row) => decode::check_dense_loc(self.info(), self.indices[k], loc, row as u64),
+            None => decode::check_record_loc(self.info(), self.indices[k], loc),
         }
     }
 
@@ -221,9 +227,11 @@ impl<'a> GatherPlan<'a> {
     ///
     /// # Errors
     /// `CorruptRecord` when the frame fails or decodes to another size.
-    #[inline]
+    #[inline(always)]
     pub fn decode(&self, k: usize, src: &[u8], dst: &mut [u8]) -> Result<()> {
-        self.check_stored(k, src)?;
+        if self.expected.is_some() {
+            self.check_stored(k, src)?;
+        }
         decode::decode_record(self.info(), self.indices[k], self.core.dict(), src, dst)
     }
 
