@@ -602,6 +602,7 @@ def memcpy_limit(w, batches, secs):
     if len(src) < 2 * max(nbytes):  # small (--quick) stores: copy from a repeated source
         src = np.resize(src, 2 * max(nbytes))
     dst = np.empty(max(nbytes), np.uint8)
+    np.copyto(dst, src[: len(dst)])  # fault the pages in, untimed
     total_b = total_s = recs = 0
     k = 0
     while total_s < secs:
