@@ -35,7 +35,6 @@ per frame, times the cores) for zstd and zstd_dict rows. zrecord's rows get a
 """
 
 import argparse
-import ast
 import json
 import os
 import shutil
@@ -55,39 +54,27 @@ REPO = Path(__file__).resolve().parents[2]
 HOME = Path(os.environ.get("HOME", "/root"))
 BATCH = 256
 CORES = os.cpu_count() or 1
-SDIST = Path(os.environ.get("ZRECORD_LOADERX_SDIST", HOME / ".cache/zrecord/loaderx-2.0.1-sdist"))
 
 sys.path.insert(0, str(REPO / "benches" / "python"))
-from bench import token_lengths, zipf_tokens  # noqa: E402  (the Python bench's generators)
+sys.path.insert(0, str(REPO / "benches" / "field"))
+from bench import token_lengths, zipf_tokens  # noqa: E402  (the Python bench's token generators)
+from vision import dense_images, ragged_images  # noqa: E402  (loaderx's own image generator)
 
 WORKLOADS = ["dense-vision", "ragged-vision", "dense-tokens", "ragged-tokens"]
 FULL = {"dense-vision": 1000, "ragged-vision": 1000, "dense-tokens": 100_000, "ragged-tokens": 100_000}
 QUICK = {"dense-vision": 48, "ragged-vision": 48, "dense-tokens": 4096, "ragged-tokens": 4096}
 
 
-def loaderx_generators():
-    """make_vision_records and variable_vision_shapes, taken unchanged from
-    loaderx's sdist (the module itself imports loaderx's internals, so only
-    these two functions are compiled)."""
-    tree = ast.parse((SDIST / "scripts" / "_bench_common.py").read_text())
-    wanted = {"make_vision_records", "variable_vision_shapes"}
-    fns = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in wanted]
-    ns = {"np": np}
-    exec(compile(ast.Module(body=fns, type_ignores=[]), "_bench_common.py", "exec"), ns)
-    return ns["make_vision_records"], ns["variable_vision_shapes"]
-
-
 class Workload:
     def __init__(self, name, n, seed):
         self.name, self.n = name, n
         self.dense = name.startswith("dense")
-        make_vision_records, variable_vision_shapes = loaderx_generators()
         rng = np.random.default_rng(seed)
         if name == "dense-vision":
-            self.array = np.stack(make_vision_records([(3, 224, 224)] * n, seed))
+            self.array = dense_images(n, seed)
         elif name == "ragged-vision":
             # loaderx's bench_ragged.py defaults: lognormal H, W in 64..512, median 224.
-            self.records = make_vision_records(variable_vision_shapes(n, 64, 512, 224, seed), seed)
+            self.records = ragged_images(n, seed)
         elif name == "dense-tokens":
             self.array = zipf_tokens(rng, n * 512).reshape(n, 512)
         else:
