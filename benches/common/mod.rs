@@ -291,7 +291,8 @@ pub fn loaderx_vision(workload: Workload, n: usize, seed: u64, python: &Path, ca
     let (dtype, _, payload) = npy("payload.npy");
     let (sdtype, sshape, sbytes) = npy("shapes.npy");
     assert_eq!((dtype.as_str(), sdtype.as_str(), sshape.as_slice()), ("|u1", "<u8", &[n as u64, 3][..]));
-    let shapes: Vec<u64> = sbytes.chunks_exact(8).map(|b| u64::from_le_bytes(b.try_into().expect("8"))).collect();
+    let shapes: Vec<u64> =
+        sbytes.chunks_exact(8).map(|b| u64::from_le_bytes(b.try_into().expect("8"))).collect();
     let mut offsets = vec![0usize];
     for s in shapes.chunks(3) {
         offsets.push(offsets.last().unwrap() + s.iter().product::<u64>() as usize);

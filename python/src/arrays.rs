@@ -52,7 +52,9 @@ pub fn ragged_copy_out<'py>(py: Python<'py>, batch: &RaggedBatch, threads: usize
                 let chunk = len.div_ceil(threads);
                 crate::fork::run(|| {
                     use rayon::prelude::*;
-                    dst.par_chunks_mut(chunk).zip(src.par_chunks(chunk)).for_each(|(d, s)| d.copy_from_slice(s));
+                    dst.par_chunks_mut(chunk)
+                        .zip(src.par_chunks(chunk))
+                        .for_each(|(d, s)| d.copy_from_slice(s));
                 });
             } else {
                 dst.copy_from_slice(src);
@@ -82,4 +84,3 @@ pub fn ragged_out(py: Python<'_>, batch: RaggedBatch) -> RaggedParts<'_> {
         PyArray1::from_vec(py, starts),
     )
 }
-

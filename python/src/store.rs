@@ -111,7 +111,11 @@ impl NativeStore {
 
     /// Gather Ragged records: `(words, nbytes, spans, dims, dim_starts)`,
     /// see `arrays::RaggedParts`.
-    fn gather_ragged<'py>(&self, py: Python<'py>, indices: PyReadonlyArray1<'py, u64>) -> PyResult<RaggedParts<'py>> {
+    fn gather_ragged<'py>(
+        &self,
+        py: Python<'py>,
+        indices: PyReadonlyArray1<'py, u64>,
+    ) -> PyResult<RaggedParts<'py>> {
         let indices = indices.as_slice()?;
         let store = &self.store;
         let scratch = &self.ragged;
