@@ -396,7 +396,9 @@ class Hdf5(Backend):
         import h5py
 
         self.w = w
-        self.f = h5py.File(os.path.join(path, "data.h5"), "r")
+        # A 64 MiB chunk cache (h5py's rdcc_nbytes; the default 1 MiB holds
+        # one 1 MiB Ragged chunk at most, so every record re-inflated its chunk).
+        self.f = h5py.File(os.path.join(path, "data.h5"), "r", rdcc_nbytes=64 << 20, rdcc_nslots=100_003)
         if w.dense:
             self.d = self.f["data"]
         else:
