@@ -7,8 +7,11 @@
 //! cargo bench --bench compare -- --workloads dense-tokens --no-peers
 //! ```
 //!
-//! Per workload the records are generated once (deterministic seed) and
-//! written to a work directory as `.npy` files with the IID index batches
+//! Per workload the records are generated once (deterministic seed; images
+//! by loaderx 2.0.1's own generator, `make_vision_records`, run once by
+//! `benches/field/vision.py` in the loaderx venv and cached as `.npy` under
+//! `~/.cache/zrecord/vision/`, so compressed image rows mean what loaderx's
+//! README rows mean) and written to a work directory as `.npy` files with the IID index batches
 //! (zrecord's sampler; `compare_peers.py` checks loaderx's own sampler yields
 //! the same ones). zrecord writes its stores here; `compare_peers.py`, run in
 //! the loaderx venv (reused when valid, else created), writes loaderx's from
@@ -58,6 +61,7 @@ struct Args {
     keep: bool,
     write_reps: usize,
     venv: PathBuf,
+    vision_cache: PathBuf,
 }
 
 const USAGE: &str = "options: --scale F (1) --quick --secs F (2, timed seconds per row) --rounds N (3) \
@@ -82,6 +86,7 @@ fn parse_args() -> Args {
         peers: true,
         keep: false,
         write_reps: 2,
+        vision_cache: Path::new(&home).join(".cache/zrecord/vision"),
         venv,
     };
     let mut it = std::env::args().skip(1);
@@ -285,7 +290,14 @@ fn write_inputs(data: &Data, batches: &[Vec<u64>], work: &Path) {
 fn run_workload(workload: Workload, args: &Args, python: Option<&Path>) -> Outcome {
     let n = ((workload.base_records() as f64 * args.scale).round() as usize).max(BATCH);
     let t0 = Instant::now();
-    let data = workload.generate(n, args.seed);
+    let data = match workload {
+        // loaderx's own image generator, run once into the cache (see common::loaderx_vision).
+        Workload::DenseVision | Workload::RaggedVision => {
+            let python = python.map_or_else(|| ensure_venv(&args.venv), Path::to_path_buf);
+            loaderx_vision(workload, n, args.seed, &python, &args.vision_cache)
+        }
+        _ => workload.generate(n, args.seed),
+    };
     let logical = data.payload.len() as u64;
     let [p10, p50, mean, p90] = data.items_stats();
     println!(

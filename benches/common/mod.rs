@@ -245,6 +245,62 @@ pub fn smooth_image(seed: u64, c: usize, h: usize, w: usize, out: &mut [u8]) {
     }
 }
 
+/// loaderx 2.0.1's own image model (its sdist's `make_vision_records`; Ragged
+/// sizes from its `variable_vision_shapes`, H and W lognormal in 64..512,
+/// median 224), generated once by `benches/field/vision.py` with `python`
+/// (NumPy and loaderx's sdist) into `cache` and read back from its `.npy`
+/// files: the same bytes loaderx's README measured (about 15x under zstd),
+/// not [`smooth_image`]'s noisy sinusoids (about 1.04x).
+///
+/// # Panics
+/// If the generator fails or its files are not what it promises.
+pub fn loaderx_vision(workload: Workload, n: usize, seed: u64, python: &Path, cache: &Path) -> Data {
+    let dense = workload.is_dense();
+    let dir = cache.join(format!("{}-{n}-{seed}", if dense { "dense" } else { "ragged" }));
+    if !dir.join("done").exists() {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/field/vision.py");
+        let ok = std::process::Command::new(python)
+            .arg(&script)
+            .arg(&dir)
+            .args([n.to_string(), seed.to_string(), (if dense { "dense" } else { "ragged" }).into()])
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "{} failed (it needs NumPy and loaderx 2.0.1's sdist: .ci/install)", script.display());
+    }
+    let npy = |name: &str| {
+        let path = dir.join(name);
+        let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let head = zrecord::npy::parse(name, &bytes).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        assert!(!head.fortran_order);
+        (head.dtype.to_string(), head.shape, bytes[head.data_offset..].to_vec())
+    };
+    if dense {
+        let (dtype, shape, payload) = npy("data.npy");
+        assert_eq!((dtype.as_str(), shape.as_slice()), ("|u1", &[n as u64, 3, 224, 224][..]));
+        let row = 3 * 224 * 224;
+        return Data {
+            workload,
+            dtype: "|u1",
+            item_shape: vec![3, 224, 224],
+            rank: 0,
+            shapes: Vec::new(),
+            payload,
+            offsets: (0..=n).map(|i| i * row).collect(),
+        };
+    }
+    let (dtype, _, payload) = npy("payload.npy");
+    let (sdtype, sshape, sbytes) = npy("shapes.npy");
+    assert_eq!((dtype.as_str(), sdtype.as_str(), sshape.as_slice()), ("|u1", "<u8", &[n as u64, 3][..]));
+    let shapes: Vec<u64> =
+        sbytes.chunks_exact(8).map(|b| u64::from_le_bytes(b.try_into().expect("8"))).collect();
+    let mut offsets = vec![0usize];
+    for s in shapes.chunks(3) {
+        offsets.push(offsets.last().unwrap() + s.iter().product::<u64>() as usize);
+    }
+    assert_eq!(*offsets.last().unwrap(), payload.len());
+    Data { workload, dtype: "|u1", item_shape: Vec::new(), rank: 3, shapes, payload, offsets }
+}
+
 /// Zipf-like token ids (a discretised Pareto tail with exponent 1.3, modulo a GPT-2 vocabulary).
 fn zipf_tokens(seed: u64, out: &mut [u8]) {
     let mut rng = Sfc64::new(seed);

@@ -2,7 +2,7 @@
 //! `PyArray1::from_vec` makes NumPy the owner of the Rust allocation, and the
 //! Python side views it as the store's dtype and shape.
 
-use numpy::PyArray1;
+use numpy::{PyArray1, PyArrayMethods};
 use pyo3::prelude::*;
 use zrecord::{DenseBatch, RaggedBatch};
 
@@ -24,6 +24,45 @@ pub type RaggedParts<'py> = (
     Bound<'py, PyArray1<u64>>,
     Bound<'py, PyArray1<u64>>,
 );
+
+/// [`RaggedParts`] of a batch the caller keeps (a gather buffer it reuses):
+/// the payload is copied into a NumPy-allocated array (for big batches NumPy
+/// hints huge pages; a fresh Rust allocation of the same size costs a page
+/// fault per 4 KiB, zeroing and unmapping per call, measured at ~80% of a
+/// 38 MB image batch's time), on `threads` threads, without the GIL.
+pub fn ragged_copy_out<'py>(py: Python<'py>, batch: &RaggedBatch, threads: usize) -> RaggedParts<'py> {
+    let n = batch.len();
+    let spans: Vec<u64> = batch.spans().iter().flat_map(|s| [s.start as u64, s.end as u64]).collect();
+    let mut dims = Vec::new();
+    let mut starts = Vec::with_capacity(n + 1);
+    starts.push(0u64);
+    for i in 0..n {
+        dims.extend_from_slice(batch.shape(i));
+        starts.push(dims.len() as u64);
+    }
+    let src = batch.values();
+    let len = src.len();
+    let words = PyArray1::<u64>::zeros(py, len.div_ceil(8), false);
+    {
+        let mut rw = words.readwrite();
+        let dst = rw.as_slice_mut().expect("a new array is contiguous");
+        let dst = &mut bytemuck::cast_slice_mut::<u64, u8>(dst)[..len];
+        py.detach(|| {
+            if threads > 1 && len >= 4 << 20 {
+                let chunk = len.div_ceil(threads);
+                crate::fork::run(|| {
+                    use rayon::prelude::*;
+                    dst.par_chunks_mut(chunk)
+                        .zip(src.par_chunks(chunk))
+                        .for_each(|(d, s)| d.copy_from_slice(s));
+                });
+            } else {
+                dst.copy_from_slice(src);
+            }
+        });
+    }
+    (words, len, PyArray1::from_vec(py, spans), PyArray1::from_vec(py, dims), PyArray1::from_vec(py, starts))
+}
 
 /// Split a Ragged batch into [`RaggedParts`].
 pub fn ragged_out(py: Python<'_>, batch: RaggedBatch) -> RaggedParts<'_> {

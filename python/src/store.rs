@@ -1,15 +1,15 @@
 //! `NativeStore`: an open store (local directory or `http(s)://` URL) and its gathers.
 
-use crate::arrays::{ragged_out, RaggedParts};
+use crate::arrays::{ragged_copy_out, RaggedParts};
 use crate::errors::IntoPy;
 use crate::fork::ForkSafe;
 use numpy::{PyArray1, PyReadonlyArray1, PyReadwriteArray1};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use zrecord::format::Verify;
 use zrecord::remote::{HttpOptions, RemoteOptions, RemoteStore};
-use zrecord::{Geometry, Records};
+use zrecord::{Geometry, RaggedBatch, Records};
 
 /// Whether `path` names a remote store (HTTP or a bucket).
 pub fn is_url(path: &str) -> bool {
@@ -20,6 +20,9 @@ pub fn is_url(path: &str) -> bool {
 #[pyclass(frozen, module = "zrecord._native")]
 pub struct NativeStore {
     pub(crate) store: Arc<ForkSafe>,
+    /// Ragged gathers fill this batch (its buffers grow once and are reused)
+    /// and copy out; a concurrent gather finds it taken and uses a fresh one.
+    ragged: Mutex<RaggedBatch>,
 }
 
 #[pymethods]
@@ -41,7 +44,7 @@ impl NativeStore {
                 Ok(ForkSafe::new(Arc::new(zrecord::Store::open_with(&path, options)?), None))
             }
         });
-        Ok(NativeStore { store: Arc::new(opened.py_err(py)?) })
+        Ok(NativeStore { store: Arc::new(opened.py_err(py)?), ragged: Mutex::default() })
     }
 
     /// The name errors give the store (its path or URL).
@@ -131,8 +134,18 @@ impl NativeStore {
     ) -> PyResult<RaggedParts<'py>> {
         let indices = indices.as_slice()?;
         let store = &self.store;
-        let batch = py.detach(|| store.gather_ragged(indices)).py_err(py)?;
-        Ok(ragged_out(py, batch))
+        let scratch = &self.ragged;
+        let batch = py
+            .detach(|| {
+                let mut batch = scratch.try_lock().map(|mut b| std::mem::take(&mut *b)).unwrap_or_default();
+                store.gather_ragged_into(indices, &mut batch).map(|()| batch)
+            })
+            .py_err(py)?;
+        let parts = ragged_copy_out(py, &batch, crate::fork::parallelism());
+        if let Ok(mut kept) = scratch.try_lock() {
+            *kept = batch;
+        }
+        Ok(parts)
     }
 
     fn __repr__(&self) -> String {

@@ -67,9 +67,11 @@ def test_big_dense_batches_reuse_rust_buffers(tokens):
 
 
 def test_loader_and_ragged_batches_own_the_rust_buffer(tokens, tmp_path):
-    # Batches the Rust loader gathered, and Ragged batches, reach NumPy
-    # without a copy: NumPy owns the Vec the reader filled (rust-numpy's
-    # PySliceContainer is the root base).
+    # Batches the Rust loader gathered reach NumPy without a copy: NumPy owns
+    # the Vec the reader filled (rust-numpy's PySliceContainer is the root
+    # base). A Ragged gather fills the store's reused batch and copies out
+    # once into one NumPy-allocated array (a fresh Rust allocation per gather
+    # cost more in page faults than the copy): every record views it.
     from zrecord import DataLoader
     path, data = tokens
     with DataLoader({"t": Dense.open(path)}, batch_size=8, mode=0) as loader:
@@ -81,9 +83,10 @@ def test_loader_and_ragged_batches_own_the_rust_buffer(tokens, tmp_path):
     with Ragged.open(tmp_path / "r") as rs:
         first, second = rs[[0, 1]]
         values, _, _ = rs.gather([0, 1], packed=True)
-    assert type(_root_base(first)).__name__ == "PySliceContainer"
-    assert _root_base(first) is _root_base(second)
-    assert type(_root_base(values)).__name__ == "PySliceContainer"
+    root = _root_base(first)
+    assert type(root) is np.ndarray and root.flags.owndata
+    assert _root_base(second) is root
+    assert type(_root_base(values)) is np.ndarray and _root_base(values).flags.owndata
 
 
 def test_gather_into_caller_buffer(tokens):
