@@ -452,13 +452,15 @@ impl Store {
         plan.begin_ragged(batch);
         let mut at = 0;
         for (k, loc) in locs.iter().enumerate() {
-            plan.check_stored(k, src(loc))?;
             plan.place_ragged(k, src(loc), &mut at, batch)?;
         }
         batch.data.resize(at);
         let spans = std::mem::take(&mut batch.spans);
+        // A checked gather hashes each record where it copies it: across
+        // threads, and while its bytes are in cache.
         let copy = |k: usize, dst: &mut [u8]| {
             let record = src(&locs[k]);
+            plan.check_stored(k, record)?;
             dst.copy_from_slice(&record[record.len() - dst.len()..]);
             Ok(())
         };
