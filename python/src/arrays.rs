@@ -25,21 +25,28 @@ pub type RaggedParts<'py> = (
     Bound<'py, PyArray1<u64>>,
 );
 
+/// A Ragged batch's layout as flat arrays: each record's payload span
+/// (start, end pairs), every shape's dimensions back to back, and where each
+/// record's shape starts in them.
+fn layout(batch: &RaggedBatch) -> (Vec<u64>, Vec<u64>, Vec<u64>) {
+    let spans = batch.spans().iter().flat_map(|s| [s.start as u64, s.end as u64]).collect();
+    let mut dims = Vec::new();
+    let mut starts = Vec::with_capacity(batch.len() + 1);
+    starts.push(0u64);
+    for i in 0..batch.len() {
+        dims.extend_from_slice(batch.shape(i));
+        starts.push(dims.len() as u64);
+    }
+    (spans, dims, starts)
+}
+
 /// [`RaggedParts`] of a batch the caller keeps (a gather buffer it reuses):
 /// the payload is copied into a NumPy-allocated array (for big batches NumPy
 /// hints huge pages; a fresh Rust allocation of the same size costs a page
 /// fault per 4 KiB, zeroing and unmapping per call, measured at ~80% of a
 /// 38 MB image batch's time), on `threads` threads, without the GIL.
 pub fn ragged_copy_out<'py>(py: Python<'py>, batch: &RaggedBatch, threads: usize) -> RaggedParts<'py> {
-    let n = batch.len();
-    let spans: Vec<u64> = batch.spans().iter().flat_map(|s| [s.start as u64, s.end as u64]).collect();
-    let mut dims = Vec::new();
-    let mut starts = Vec::with_capacity(n + 1);
-    starts.push(0u64);
-    for i in 0..n {
-        dims.extend_from_slice(batch.shape(i));
-        starts.push(dims.len() as u64);
-    }
+    let (spans, dims, starts) = layout(batch);
     let src = batch.values();
     let len = src.len();
     let words = PyArray1::<u64>::zeros(py, len.div_ceil(8), false);
@@ -66,15 +73,7 @@ pub fn ragged_copy_out<'py>(py: Python<'py>, batch: &RaggedBatch, threads: usize
 
 /// Split a Ragged batch into [`RaggedParts`].
 pub fn ragged_out(py: Python<'_>, batch: RaggedBatch) -> RaggedParts<'_> {
-    let n = batch.len();
-    let spans: Vec<u64> = batch.spans().iter().flat_map(|s| [s.start as u64, s.end as u64]).collect();
-    let mut dims = Vec::new();
-    let mut starts = Vec::with_capacity(n + 1);
-    starts.push(0u64);
-    for i in 0..n {
-        dims.extend_from_slice(batch.shape(i));
-        starts.push(dims.len() as u64);
-    }
+    let (spans, dims, starts) = layout(&batch);
     let (words, len) = batch.into_values().into_words();
     (
         PyArray1::from_vec(py, words),
