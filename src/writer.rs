@@ -27,11 +27,28 @@ pub const ZSTD_LEVEL: i32 = 3;
 pub const ZSTD_DICT_LEVEL: i32 = 19;
 /// Logical bytes compressed per round; bounds the writer's own memory.
 const WINDOW_BYTES: usize = 32 << 20;
-/// Target logical bytes per parallel encoding chunk of a window.
+/// Target logical bytes per parallel encoding chunk of a window, for raw
+/// copies and fast zstd levels (about 1 ms of work at level 3).
 const CHUNK_BYTES: usize = 512 << 10;
+/// The same for slow levels (at 19, 32 KiB of images or tokens take 3 to 10
+/// ms): a chunk is what one thread may still be finishing while the other
+/// idles at the end of an append.
+const SLOW_CHUNK_BYTES: usize = 32 << 10;
+/// Levels from which [`SLOW_CHUNK_BYTES`] applies.
+const SLOW_LEVEL: i32 = 10;
+/// Windows below this many logical bytes are encoded on the calling thread:
+/// handing them to the pool costs more than it saves.
+const PARALLEL_BYTES: usize = 64 << 10;
 /// Windows of at least this many logical bytes are written by a helper thread
 /// while later chunks compress (below it, a thread costs more than it saves).
 const PIPELINE_BYTES: usize = 4 << 20;
+/// Raw Dense windows of at least this many bytes are checksummed on the pool
+/// while the calling thread writes them (below it, waking a thread costs more
+/// than hashing them after the write).
+const HASH_ASIDE_BYTES: usize = 1 << 20;
+/// Writes of at least this many bytes allocate their blocks first
+/// ([`crate::sys::allocate`]); below it the extra call costs what it saves.
+const ALLOCATE_BYTES: usize = 256 << 10;
 
 /// How to create a store.
 #[derive(Clone, Debug)]
@@ -377,14 +394,7 @@ impl Writer {
             None => rows[k].len(),
         };
         let window_bytes: usize = (0..n).map(logical_len).sum();
-        // Chunks of about CHUNK_BYTES (at least 4 per thread): with a handful
-        // of large chunks (level-19 images take ~30 ms each) one thread idles
-        // at the end of every window while the other finishes the last chunk.
-        let chunks = if n >= 16 {
-            (window_bytes / CHUNK_BYTES).max(rayon::current_num_threads() * 4).min(n)
-        } else {
-            1
-        };
+        let chunks = self.chunk_count(n, window_bytes);
         let per = n.div_ceil(chunks);
         // Chunk buffers are kept between windows: no fresh pages to fault in
         // and zero for every window, and one reservation per chunk instead of
@@ -426,7 +436,7 @@ impl Writer {
                 .and_then(|()| self.write_locs_of(n, &encoded))
         } else {
             let encoding = if chunks > 1 {
-                encoded.par_iter_mut().enumerate().try_for_each(encode_chunk)
+                encoded.par_iter_mut().with_max_len(1).enumerate().try_for_each(encode_chunk)
             } else {
                 encoded.iter_mut().enumerate().try_for_each(encode_chunk)
             };
@@ -434,6 +444,19 @@ impl Writer {
         };
         self.chunk_bufs = encoded;
         result
+    }
+
+    /// How many chunks to encode a window of `n` records and `bytes` logical
+    /// bytes in: about one per [`CHUNK_BYTES`] ([`SLOW_CHUNK_BYTES`] at slow
+    /// levels) and at least four per thread, so that both threads stay busy to
+    /// the end of the window; one for small windows.
+    fn chunk_count(&self, n: usize, bytes: usize) -> usize {
+        if n < 2 || bytes < PARALLEL_BYTES {
+            return 1;
+        }
+        let target =
+            if self.codec != Codec::Raw && self.level >= SLOW_LEVEL { SLOW_CHUNK_BYTES } else { CHUNK_BYTES };
+        (bytes / target).max(rayon::current_num_threads() * 4).min(n)
     }
 
     /// Encode chunks on the thread pool while a writer thread writes the
@@ -462,7 +485,11 @@ impl Writer {
                 }
                 Ok(())
             });
-            let encoding = encoded.par_iter_mut().enumerate().try_for_each_with(tx, |tx, (c, chunk)| {
+            // One chunk per task (`with_max_len(1)`): rayon's default splits a
+            // few chunks into each task, and the thread that finishes first
+            // then idles while the other works through its last task's chunks.
+            let tasks = encoded.par_iter_mut().with_max_len(1).enumerate();
+            let encoding = tasks.try_for_each_with(tx, |tx, (c, chunk)| {
                 encode_chunk((c, &mut *chunk))?;
                 let done: &EncodedChunk = chunk;
                 // A closed channel means the writer failed; its error is reported below.
@@ -504,6 +531,11 @@ impl Writer {
 
     /// Raw Dense rows are stored as they are, back to back: one write for the
     /// whole window (not one per row), then its locations.
+    ///
+    /// The rows' checksums are computed on another thread while this one
+    /// writes: the write is the kernel copying into the page cache, which
+    /// takes one core, and hashing after it added 8% to raw writes (perf, 2
+    /// KiB token rows and 147 KiB images alike).
     fn write_raw_rows(&mut self, window: &[u8], row: usize) -> Result<()> {
         self.check_room(window.len() as u64)?;
         let n = window.len() / row;
@@ -516,18 +548,24 @@ impl Writer {
             };
             locs.extend_from_slice(&loc.encode());
         }
-        self.write_data(self.tail, window)?;
-        if self.sums.is_some() {
-            let mut sums = vec![0u8; n * 8];
+        let mut sums = vec![0u8; if self.sums.is_some() { n * 8 } else { 0 }];
+        let hash = |sums: &mut [u8], parallel: bool| {
             let each =
                 |(dst, row): (&mut [u8], &[u8])| dst.copy_from_slice(&sums::checksum(row).to_le_bytes());
-            if window.len() >= PIPELINE_BYTES {
+            if parallel {
                 sums.par_chunks_mut(8).zip(window.par_chunks(row)).for_each(each);
             } else {
                 sums.chunks_mut(8).zip(window.chunks(row)).for_each(each);
             }
-            self.write_sums(&sums)?;
+        };
+        if !sums.is_empty() && window.len() >= HASH_ASIDE_BYTES {
+            let (written, ()) = rayon::join(|| self.write_data(self.tail, window), || hash(&mut sums, true));
+            written?;
+        } else {
+            self.write_data(self.tail, window)?;
+            hash(&mut sums, false);
         }
+        self.write_sums(&sums)?;
         self.write_locs(n, &locs, self.tail + window.len() as u64)
     }
 
@@ -597,6 +635,9 @@ impl Writer {
     }
 
     fn write_data(&self, at: u64, bytes: &[u8]) -> Result<()> {
+        if bytes.len() >= ALLOCATE_BYTES {
+            crate::sys::allocate(&self.data, at, bytes.len() as u64);
+        }
         write_all_at(&self.data, bytes, at).map_err(|e| Error::io(self.dir.join(DATA), "write", e))
     }
 
