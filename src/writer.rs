@@ -9,7 +9,7 @@ use crate::codec::{compress_append, compress_bound, CompressDict};
 use crate::format::dtype::Element;
 use crate::format::files::{DATA, DICT, META};
 use crate::format::schema::MAX_DENSE_RANK;
-use crate::format::sums::{self, Sums, SumsHeader};
+use crate::format::sums::{self, SumsHeader};
 use crate::format::{
     ragged, Codec, DType, Geometry, Header, RecordLoc, Schema, DICT_MAGIC, HEADER_SIZE, MAX_RECORD_BYTES,
     MAX_SCHEMA_LEN, MAX_TAIL, PAGE_SIZE,
@@ -27,6 +27,10 @@ pub const ZSTD_LEVEL: i32 = 3;
 pub const ZSTD_DICT_LEVEL: i32 = 19;
 /// Logical bytes compressed per round; bounds the writer's own memory.
 const WINDOW_BYTES: usize = 32 << 20;
+/// Records per round, at most: bounds the locations and checksums a round
+/// holds (24 bytes a record) when records are tiny (a window of 32 Mi
+/// one-byte labels held 768 MiB of them).
+const WINDOW_RECORDS: usize = 1 << 20;
 /// Target logical bytes per parallel encoding chunk of a window, for raw
 /// copies and fast zstd levels (about 1 ms of work at level 3).
 const CHUNK_BYTES: usize = 512 << 10;
@@ -302,7 +306,7 @@ impl Writer {
         if !rows.len().is_multiple_of(row) {
             return Err(self.invalid(format!("{} bytes are not whole rows of {row} bytes", rows.len())));
         }
-        let per_window = (WINDOW_BYTES / row).max(1);
+        let per_window = (WINDOW_BYTES / row).clamp(1, WINDOW_RECORDS);
         for window in rows.chunks(per_window * row) {
             if self.codec == Codec::Raw {
                 self.write_raw_rows(window, row)?;
@@ -372,7 +376,9 @@ impl Writer {
         while start < records.len() {
             let mut bytes = 0usize;
             let mut end = start;
-            while end < records.len() && (end == start || bytes < WINDOW_BYTES) {
+            while end < records.len()
+                && (end == start || (bytes < WINDOW_BYTES && end - start < WINDOW_RECORDS))
+            {
                 bytes += records[end].1.len();
                 end += 1;
             }
@@ -532,7 +538,7 @@ impl Writer {
     /// Raw Dense rows are stored as they are, back to back: one write for the
     /// whole window (not one per row), then its locations.
     ///
-    /// The rows' checksums are computed on another thread while this one
+    /// The rows' checksums are computed on the pool while this thread
     /// writes: the write is the kernel copying into the page cache, which
     /// takes one core, and hashing after it added 8% to raw writes (perf, 2
     /// KiB token rows and 147 KiB images alike).
@@ -559,8 +565,13 @@ impl Writer {
             }
         };
         if !sums.is_empty() && window.len() >= HASH_ASIDE_BYTES {
-            let (written, ()) = rayon::join(|| self.write_data(self.tail, window), || hash(&mut sums, true));
-            written?;
+            // In place: the calling thread writes (`rayon::join` from outside
+            // the pool would hand both halves to the pool and sleep, two
+            // thread hand-offs per append), the pool hashes.
+            rayon::in_place_scope(|scope| {
+                scope.spawn(|_| hash(&mut sums, true));
+                self.write_data(self.tail, window)
+            })?;
         } else {
             self.write_data(self.tail, window)?;
             hash(&mut sums, false);
@@ -595,13 +606,10 @@ impl Writer {
         let mut file = vec![0u8; sums::entry_range(self.length).start as usize];
         crate::sys::read_exact_at(f, &mut file[sums::HEADER_LEN as usize..], sums::HEADER_LEN)
             .map_err(io("read"))?;
-        let entries = file[sums::HEADER_LEN as usize..]
-            .chunks_exact(8)
-            .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")))
-            .collect();
-        let table = Sums::new(&table, None, entries);
-        let sidecar = Sums { header: SumsHeader { dict: self.dict_sum, ..table.header }, ..table }.encode();
-        write_all_at(f, &sidecar[..sums::HEADER_LEN as usize], 0).map_err(io("write"))?;
+        let head =
+            SumsHeader { records: self.length, table: sums::checksum(&table), dict: self.dict_sum, own: 0 };
+        head.seal(&mut file);
+        write_all_at(f, &file[..sums::HEADER_LEN as usize], 0).map_err(io("write"))?;
         f.set_len(sums::entry_range(self.length).start).map_err(io("truncate"))?;
         if self.durable {
             f.sync_all().map_err(io("fsync"))?;

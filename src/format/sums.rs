@@ -100,6 +100,20 @@ impl SumsHeader {
         Ok(header)
     }
 
+    /// Write this header at the front of `file` (a whole sidecar: room for
+    /// the header, then the record checksums) with the file's own checksum,
+    /// and return it so. In place: a writer sealing millions of records
+    /// does not copy their checksums to compute it.
+    ///
+    /// # Panics
+    /// When `file` is shorter than the header.
+    pub fn seal(self, file: &mut [u8]) -> SumsHeader {
+        file[..HEADER_LEN as usize].copy_from_slice(&SumsHeader { own: 0, ..self }.encode());
+        let sealed = SumsHeader { own: checksum(file), ..self };
+        file[40..48].copy_from_slice(&sealed.own.to_le_bytes());
+        sealed
+    }
+
     /// The header's 48 bytes.
     pub fn encode(&self) -> [u8; HEADER_LEN as usize] {
         let mut out = [0u8; HEADER_LEN as usize];
@@ -149,13 +163,12 @@ impl Sums {
 
     /// The file's bytes, with its own checksum.
     pub fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(HEADER_LEN as usize + SUM_LEN as usize * self.records.len());
-        out.extend_from_slice(&SumsHeader { own: 0, ..self.header }.encode());
+        let mut out = vec![0u8; HEADER_LEN as usize];
+        out.reserve(SUM_LEN as usize * self.records.len());
         for s in &self.records {
             out.extend_from_slice(&s.to_le_bytes());
         }
-        let own = own_checksum(&out);
-        out[40..48].copy_from_slice(&own.to_le_bytes());
+        self.header.seal(&mut out);
         out
     }
 
