@@ -17,9 +17,12 @@ use crate::format::{
 use crate::sys::write_all_at;
 use crate::{Error, Result};
 use rayon::prelude::*;
+use std::cell::RefCell;
+use std::collections::BTreeMap;
 use std::fs::{File, TryLockError};
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
 
 /// zstd level loaderx uses for the `zstd` codec.
 pub const ZSTD_LEVEL: i32 = 3;
@@ -33,7 +36,7 @@ const WINDOW_BYTES: usize = 32 << 20;
 const WINDOW_RECORDS: usize = 1 << 20;
 /// Target logical bytes per parallel encoding chunk of a window, for raw
 /// copies and fast zstd levels (about 1 ms of work at level 3).
-const CHUNK_BYTES: usize = 512 << 10;
+const CHUNK_BYTES: usize = 128 << 10;
 /// The same for slow levels (at 19, 32 KiB of images or tokens take 3 to 10
 /// ms): a chunk is what one thread may still be finishing while the other
 /// idles at the end of an append.
@@ -43,9 +46,6 @@ const SLOW_LEVEL: i32 = 10;
 /// Windows below this many logical bytes are encoded on the calling thread:
 /// handing them to the pool costs more than it saves.
 const PARALLEL_BYTES: usize = 64 << 10;
-/// Windows of at least this many logical bytes are written by a helper thread
-/// while later chunks compress (below it, a thread costs more than it saves).
-const PIPELINE_BYTES: usize = 4 << 20;
 /// Raw Dense windows of at least this many bytes are checksummed on the pool
 /// while the calling thread writes them (below it, waking a thread costs more
 /// than hashing them after the write).
@@ -127,6 +127,23 @@ struct Encoded {
     phys: u32,
     logic: u32,
     sum: u64,
+}
+
+/// The chunks of a window encoded but not yet written ([`Writer::encode_in_order`]).
+struct InOrder<'a> {
+    /// Encoded bytes of finished chunks, by chunk number.
+    done: BTreeMap<usize, &'a [u8]>,
+    /// The chunk due next, and where in `data.zr` it goes.
+    next: usize,
+    at: u64,
+    /// Whether a thread is writing (it writes every chunk that comes due).
+    writing: bool,
+}
+
+thread_local! {
+    /// A Ragged record's prefix and payload, together, for the compressor;
+    /// kept per thread so that no record allocates (and faults in) its own.
+    static STAGED: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
 }
 
 /// The sidecar while a writer builds it; renamed to `sums.zr` at close.
@@ -409,47 +426,50 @@ impl Writer {
         let mut encoded = std::mem::take(&mut self.chunk_bufs);
         encoded.resize_with(chunks, EncodedChunk::default);
         encoded.truncate(chunks);
-        let encode_chunk = |(c, (out, lens)): (usize, &mut EncodedChunk)| -> std::result::Result<(), String> {
+        let encode_chunk = |c: usize, (out, lens): &mut EncodedChunk| -> Result<()> {
             let range = c * per..((c + 1) * per).min(n);
             out.clear();
             lens.clear();
             out.reserve(range.clone().map(|k| compress_bound(logical_len(k))).sum());
-            let mut staged = Vec::new();
             for k in range {
-                let logical: &[u8] = match ragged_records {
-                    Some(recs) => {
-                        staged.clear();
-                        ragged::write_prefix(recs[k].0, &mut staged);
-                        staged.extend_from_slice(recs[k].1);
-                        &staged
-                    }
-                    None => rows[k],
-                };
                 let start = out.len();
-                let phys = if self.codec == Codec::Raw {
-                    out.extend_from_slice(logical);
-                    logical.len()
-                } else {
-                    compress_append(logical, self.level, self.cdict.as_ref(), out)?
+                let logical = match (ragged_records, self.codec) {
+                    (Some(recs), Codec::Raw) => {
+                        ragged::write_prefix(recs[k].0, out);
+                        out.extend_from_slice(recs[k].1);
+                        out.len() - start
+                    }
+                    (Some(recs), _) => STAGED.with_borrow_mut(|staged| {
+                        staged.clear();
+                        ragged::write_prefix(recs[k].0, staged);
+                        staged.extend_from_slice(recs[k].1);
+                        self.compress(staged, out).map(|()| staged.len())
+                    })?,
+                    (None, Codec::Raw) => {
+                        out.extend_from_slice(rows[k]);
+                        rows[k].len()
+                    }
+                    (None, _) => self.compress(rows[k], out).map(|()| rows[k].len())?,
                 };
                 let sum = if sealed { sums::checksum(&out[start..]) } else { 0 };
-                lens.push(Encoded { phys: phys as u32, logic: logical.len() as u32, sum });
+                lens.push(Encoded { phys: (out.len() - start) as u32, logic: logical as u32, sum });
             }
             Ok(())
         };
-        let result = if chunks > 1 && window_bytes >= PIPELINE_BYTES {
-            self.encode_while_writing(&mut encoded, &encode_chunk)
-                .and_then(|()| self.write_locs_of(n, &encoded))
+        let result = if chunks > 1 {
+            self.encode_in_order(&mut encoded, &encode_chunk).and_then(|()| self.write_locs_of(n, &encoded))
         } else {
-            let encoding = if chunks > 1 {
-                encoded.par_iter_mut().with_max_len(1).enumerate().try_for_each(encode_chunk)
-            } else {
-                encoded.iter_mut().enumerate().try_for_each(encode_chunk)
-            };
-            encoding.map_err(|why| self.invalid(why)).and_then(|()| self.write_encoded(n, &encoded))
+            encode_chunk(0, &mut encoded[0]).and_then(|()| self.write_encoded(n, &encoded))
         };
         self.chunk_bufs = encoded;
         result
+    }
+
+    /// Compress one record as a frame appended to `out`.
+    fn compress(&self, logical: &[u8], out: &mut Vec<u8>) -> Result<()> {
+        compress_append(logical, self.level, self.cdict.as_ref(), out)
+            .map(drop)
+            .map_err(|why| self.invalid(why))
     }
 
     /// How many chunks to encode a window of `n` records and `bytes` logical
@@ -465,45 +485,47 @@ impl Writer {
         (bytes / target).max(rayon::current_num_threads() * 4).min(n)
     }
 
-    /// Encode chunks on the thread pool while a writer thread writes the
-    /// finished ones at the data tail, in order: the page-cache copies of
-    /// `pwrite` overlap compression instead of following it. Nothing is
-    /// recorded here; on error the bytes past the tail are garbage that the
-    /// next append overwrites.
-    fn encode_while_writing<F>(&self, encoded: &mut [EncodedChunk], encode_chunk: &F) -> Result<()>
+    /// Encode chunks on the thread pool and write them at the data tail in
+    /// order as they finish: the thread that finishes the next chunk due
+    /// writes it, and every later one already done (as loaderx's lanes each
+    /// write their own frames). No writer thread: handing each chunk to one
+    /// cost a thread wake-up per chunk (4% of level-3 image writes in perf,
+    /// in context switches). Nothing is recorded here; on error the bytes
+    /// past the tail are garbage that the next append overwrites.
+    fn encode_in_order<F>(&self, encoded: &mut [EncodedChunk], encode_chunk: &F) -> Result<()>
     where
-        F: Fn((usize, &mut EncodedChunk)) -> std::result::Result<(), String> + Sync,
+        F: Fn(usize, &mut EncodedChunk) -> Result<()> + Sync,
     {
-        let tail = self.tail;
-        std::thread::scope(|scope| {
-            let (tx, rx) = std::sync::mpsc::channel::<(usize, &EncodedChunk)>();
-            let writer = scope.spawn(move || -> Result<()> {
-                let mut ready = std::collections::BTreeMap::new();
-                let (mut next, mut at) = (0, tail);
-                for (c, chunk) in rx {
-                    ready.insert(c, chunk);
-                    while let Some((bytes, _)) = ready.remove(&next) {
-                        self.check_room_at(at, bytes.len() as u64)?;
-                        self.write_data(at, bytes)?;
-                        at += bytes.len() as u64;
-                        next += 1;
-                    }
+        let order = Mutex::new(InOrder { done: BTreeMap::new(), next: 0, at: self.tail, writing: false });
+        // One chunk per task (`with_max_len(1)`): rayon's default splits a
+        // few chunks into each task, and the thread that finishes first then
+        // idles while the other works through its last task's chunks.
+        encoded.par_iter_mut().with_max_len(1).enumerate().try_for_each(|(c, chunk)| {
+            encode_chunk(c, chunk)?;
+            let mut state = order.lock().unwrap_or_else(PoisonError::into_inner);
+            state.done.insert(c, &chunk.0);
+            if state.writing {
+                return Ok(()); // the writing thread takes it when it is due
+            }
+            state.writing = true;
+            loop {
+                let due = state.next;
+                let Some(bytes) = state.done.remove(&due) else {
+                    state.writing = false;
+                    return Ok(());
+                };
+                let at = state.at;
+                drop(state);
+                let written =
+                    self.check_room_at(at, bytes.len() as u64).and_then(|()| self.write_data(at, bytes));
+                state = order.lock().unwrap_or_else(PoisonError::into_inner);
+                if let Err(e) = written {
+                    state.writing = false;
+                    return Err(e);
                 }
-                Ok(())
-            });
-            // One chunk per task (`with_max_len(1)`): rayon's default splits a
-            // few chunks into each task, and the thread that finishes first
-            // then idles while the other works through its last task's chunks.
-            let tasks = encoded.par_iter_mut().with_max_len(1).enumerate();
-            let encoding = tasks.try_for_each_with(tx, |tx, (c, chunk)| {
-                encode_chunk((c, &mut *chunk))?;
-                let done: &EncodedChunk = chunk;
-                // A closed channel means the writer failed; its error is reported below.
-                let _ = tx.send((c, done));
-                Ok(())
-            });
-            let writing = writer.join().expect("writer thread panicked");
-            encoding.map_err(|why| self.invalid(why)).and(writing)
+                state.at += bytes.len() as u64;
+                state.next += 1;
+            }
         })
     }
 

@@ -175,8 +175,8 @@ fn write_in_appends(
 
 /// Appends big enough for every parallel path of the writer (blocks allocated
 /// ahead, raw rows hashed beside the write, chunks compressed on the pool
-/// while a helper thread writes them, fine chunks at level 19, more records
-/// than one round holds) store exactly the bytes that small appends (one
+/// and written in order by whichever thread finishes the one due, fine
+/// chunks at level 19, more records than one round holds) store exactly the bytes that small appends (one
 /// record each: all sequential) store, `data.zr` ends at the published tail,
 /// and loaderx reads every record.
 #[test]
