@@ -13,7 +13,7 @@ use crate::format::{
 };
 use crate::records::Records;
 use crate::source::{mmap::MmapSource, pread::PreadSource, ByteSource};
-use crate::{Error, Result};
+use crate::{sys, Error, Result};
 use rayon::prelude::*;
 use std::cell::RefCell;
 use std::fs::{File, TryLockError};
@@ -68,8 +68,14 @@ const MAX_OWNED_TABLE: u64 = 256 << 20;
 /// (raw copies are cheap, so they need more work to pay for the hand-off).
 const PAR_BYTES_RAW: usize = 4 << 20;
 const PAR_BYTES_ZSTD: usize = 128 << 10;
-/// Rows whose locations a Dense gather resolves ahead of copying.
-const LOOKAHEAD: usize = 16;
+/// Rows of a Dense gather one task copies when the gather fans out.
+const ROWS_PER_TASK: usize = 64;
+/// How far ahead of its copy a Dense row's bytes are asked for (see
+/// [`prefetch_ahead`]).
+const PREFETCH_ROWS: usize = 8;
+/// Bytes of each record (and its checksum) asked for ahead of the copy: all
+/// of a small record; the hardware prefetcher follows a long one's stream.
+const PREFETCH_BYTES: u32 = 4096;
 
 /// An open store, safe to share between threads (`&Store` gathers concurrently).
 ///
@@ -398,44 +404,24 @@ impl Store {
             return Ok(());
         }
         let mem = self.in_memory();
-        // Random rows miss the cache one after the other, and each copy first
-        // waits for its location. Resolving a block of locations (and touching
-        // each row's first byte) before copying issues those misses together,
-        // so they overlap instead of queueing.
-        let block = |(b, outs): (usize, &mut [u8])| -> Result<()> {
-            let first = b * LOOKAHEAD;
-            let idx = &plan.indices()[first..(first + LOOKAHEAD).min(plan.len())];
-            let mut locs = [RecordLoc::default(); LOOKAHEAD];
-            match (mem.table, mem.data) {
-                (Some(table), Some(data)) => {
-                    for (loc, &i) in locs.iter_mut().zip(idx) {
-                        *loc = RecordLoc::from_table(table, i as usize);
-                        if let Some(&b) = data.get(loc.offset as usize) {
-                            std::hint::black_box(b);
-                        }
-                    }
-                }
-                (Some(table), None) => {
-                    for (loc, &i) in locs.iter_mut().zip(idx) {
-                        *loc = RecordLoc::from_table(table, i as usize);
-                    }
-                }
-                _ => {
-                    for (loc, &i) in locs.iter_mut().zip(idx) {
-                        *loc = self.loc_at(i)?;
-                    }
-                }
-            }
-            for (j, (dst, loc)) in outs.chunks_mut(row).zip(&locs).enumerate() {
-                plan.check_loc(first + j, loc)?;
-                self.read_record(&mem, plan, first + j, loc, dst)?;
+        let task = |(t, outs): (usize, &mut [u8])| -> Result<()> {
+            let first = t * ROWS_PER_TASK;
+            let idx = &plan.indices()[first..first + outs.len() / row];
+            for (j, dst) in outs.chunks_mut(row).enumerate() {
+                prefetch_ahead(&mem, plan, idx, j);
+                let loc = match mem.table {
+                    Some(table) => RecordLoc::from_table(table, idx[j] as usize),
+                    None => self.loc_at(idx[j])?,
+                };
+                plan.check_loc(first + j, &loc)?;
+                self.read_record(&mem, plan, first + j, &loc, dst)?;
             }
             Ok(())
         };
         if self.parallel(out.len(), plan.len()) {
-            out.par_chunks_mut(LOOKAHEAD * row).enumerate().try_for_each(block)
+            out.par_chunks_mut(ROWS_PER_TASK * row).enumerate().try_for_each(task)
         } else {
-            out.chunks_mut(LOOKAHEAD * row).enumerate().try_for_each(block)
+            out.chunks_mut(ROWS_PER_TASK * row).enumerate().try_for_each(task)
         }
     }
 
@@ -601,6 +587,39 @@ where
 }
 
 /// In-memory views of a store's files (see [`Store::in_memory`]).
+/// Random rows miss the cache one after the other. Before copying row `j` of
+/// `idx`, ask for what later rows need: row `j + PREFETCH_ROWS`'s stored
+/// bytes and checksum entry, row `j + 2 * PREFETCH_ROWS`'s location (so that
+/// one is in cache when its bytes are asked for). The misses then overlap
+/// the copying and hashing of the rows before them instead of stalling it.
+/// Row 0 also asks for the first rows'. Only for a store in memory.
+#[inline(always)]
+fn prefetch_ahead(mem: &InMemory<'_>, plan: &GatherPlan<'_>, idx: &[u64], j: usize) {
+    let (Some(table), Some(data)) = (mem.table, mem.data) else {
+        return;
+    };
+    let entry = LOC_SIZE as usize;
+    let location = |i: u64| table.get(i as usize * entry..(i as usize + 1) * entry).unwrap_or_default();
+    let stored = |i: u64| {
+        // Not yet validated: any bytes in `data` are fine to ask for.
+        let loc = RecordLoc::from_table(table, i as usize);
+        let start = usize::try_from(loc.offset).unwrap_or(usize::MAX);
+        let len = loc.phys_length.min(PREFETCH_BYTES) as usize;
+        sys::prefetch(data.get(start..start.saturating_add(len)).unwrap_or_default());
+        sys::prefetch(plan.expected_entry(i).unwrap_or_default());
+    };
+    if j == 0 {
+        idx.iter().take(2 * PREFETCH_ROWS).for_each(|&i| sys::prefetch(location(i)));
+        idx.iter().take(PREFETCH_ROWS).for_each(|&i| stored(i));
+    }
+    if let Some(&i) = idx.get(j + 2 * PREFETCH_ROWS) {
+        sys::prefetch(location(i));
+    }
+    if let Some(&i) = idx.get(j + PREFETCH_ROWS) {
+        stored(i);
+    }
+}
+
 struct InMemory<'a> {
     table: Option<&'a [u8]>,
     data: Option<&'a [u8]>,

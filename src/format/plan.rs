@@ -235,6 +235,19 @@ impl<'a> GatherPlan<'a> {
         decode::decode_record(self.info(), self.indices[k], self.core.dict(), src, dst)
     }
 
+    /// The sidecar entry holding record `index`'s checksum, when the plan
+    /// checks against a table in memory (for a reader to prefetch it).
+    #[inline]
+    pub fn expected_entry(&self, index: u64) -> Option<&'a [u8]> {
+        match self.expected {
+            Some(Expected::ByIndex(table)) => {
+                let at = usize::try_from(index * sums::SUM_LEN).ok()?;
+                table.get(at..at + 8)
+            }
+            _ => None,
+        }
+    }
+
     /// In a checked gather, check record `k`'s stored bytes against its
     /// checksum ([`GatherPlan::decode`] does; call it for records used
     /// without decoding).
