@@ -15,6 +15,7 @@ pub mod records;
 pub mod remote;
 pub mod sampler;
 pub mod source;
+mod xxh3_copy;
 
 cfg_if::cfg_if! {
     if #[cfg(feature = "native")] {

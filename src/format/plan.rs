@@ -229,8 +229,13 @@ impl<'a> GatherPlan<'a> {
     /// `CorruptRecord` when the frame fails or decodes to another size.
     #[inline(always)]
     pub fn decode(&self, k: usize, src: &[u8], dst: &mut [u8]) -> Result<()> {
-        if self.expected.is_some() {
-            self.check_stored(k, src)?;
+        if let Some(want) = self.expected_sum(k) {
+            if self.codec == Codec::Raw && src.len() == dst.len() {
+                // One pass: hash while copying.
+                let got = crate::xxh3_copy::copy_and_hash(src, dst);
+                return sums::check_record_sum(&self.info().name, self.indices[k], src.len(), got, want);
+            }
+            sums::check_record(&self.info().name, self.indices[k], src, want)?;
         }
         decode::decode_record(self.info(), self.indices[k], self.core.dict(), src, dst)
     }
@@ -256,16 +261,22 @@ impl<'a> GatherPlan<'a> {
     /// `ChecksumMismatch` naming the record and `data.zr`.
     #[inline]
     pub fn check_stored(&self, k: usize, src: &[u8]) -> Result<()> {
-        let index = self.indices[k];
-        let want = match self.expected {
-            None => return Ok(()),
-            Some(Expected::ByRecord(sums)) => sums[k],
-            Some(Expected::ByIndex(table)) => {
-                let at = (index * sums::SUM_LEN) as usize;
-                u64::from_le_bytes(table[at..at + 8].try_into().expect("8 bytes"))
+        match self.expected_sum(k) {
+            None => Ok(()),
+            Some(want) => sums::check_record(&self.info().name, self.indices[k], src, want),
+        }
+    }
+
+    /// Record `k`'s checksum in a checked gather.
+    #[inline]
+    fn expected_sum(&self, k: usize) -> Option<u64> {
+        match self.expected? {
+            Expected::ByRecord(sums) => Some(sums[k]),
+            Expected::ByIndex(table) => {
+                let at = (self.indices[k] * sums::SUM_LEN) as usize;
+                Some(u64::from_le_bytes(table[at..at + 8].try_into().expect("8 bytes")))
             }
-        };
-        sums::check_record(&self.info().name, index, src, want)
+        }
     }
 
     /// Pack a Ragged batch whose records were decoded into their `slots`:

@@ -296,11 +296,19 @@ pub fn check_covers(store: &str, header: &SumsHeader, length: u64) -> Result<()>
 /// `ChecksumMismatch` naming the record and `data.zr`.
 #[inline]
 pub fn check_record(store: &str, index: u64, stored: &[u8], expected: u64) -> Result<()> {
-    if checksum(stored) != expected {
+    check_record_sum(store, index, stored.len(), checksum(stored), expected)
+}
+
+/// [`check_record`] for a checksum already computed (of `len` stored bytes).
+///
+/// # Errors
+/// As [`check_record`].
+pub fn check_record_sum(store: &str, index: u64, len: usize, got: u64, expected: u64) -> Result<()> {
+    if got != expected {
         return Err(mismatch(
             store,
             StoreFile::Data.name(),
-            format!("record {index}: its {} stored bytes do not match sums.zr", stored.len()),
+            format!("record {index}: its {len} stored bytes do not match sums.zr"),
         ));
     }
     Ok(())
