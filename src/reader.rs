@@ -376,12 +376,21 @@ impl Store {
         locs: &mut Vec<RecordLoc>,
     ) -> Result<()> {
         locs.clear();
-        for (k, &i) in plan.indices().iter().enumerate() {
+        let idx = plan.indices();
+        for (k, &i) in idx.iter().enumerate() {
+            if let (Some(table), Some(&ahead)) = (mem.table, idx.get(k + 2 * PREFETCH_ROWS)) {
+                sys::prefetch(table_entry(table, ahead));
+            }
             let loc = match mem.table {
                 Some(t) => RecordLoc::from_table(t, i as usize),
                 None => self.loc_at(i)?,
             };
             plan.check_loc(k, &loc)?;
+            // Its bytes are read after every location is checked: ask now.
+            if let Some(data) = mem.data {
+                sys::prefetch(stored_head(data, &loc));
+                sys::prefetch(plan.expected_entry(i).unwrap_or_default());
+            }
             if let Some(head) = plan.frame_head(&loc) {
                 self.with_stored(head, |bytes| plan.check_frame_head(k, &loc, bytes))?;
             }
@@ -598,26 +607,34 @@ fn prefetch_ahead(mem: &InMemory<'_>, plan: &GatherPlan<'_>, idx: &[u64], j: usi
     let (Some(table), Some(data)) = (mem.table, mem.data) else {
         return;
     };
-    let entry = LOC_SIZE as usize;
-    let location = |i: u64| table.get(i as usize * entry..(i as usize + 1) * entry).unwrap_or_default();
     let stored = |i: u64| {
-        // Not yet validated: any bytes in `data` are fine to ask for.
-        let loc = RecordLoc::from_table(table, i as usize);
-        let start = usize::try_from(loc.offset).unwrap_or(usize::MAX);
-        let len = loc.phys_length.min(PREFETCH_BYTES) as usize;
-        sys::prefetch(data.get(start..start.saturating_add(len)).unwrap_or_default());
+        sys::prefetch(stored_head(data, &RecordLoc::from_table(table, i as usize)));
         sys::prefetch(plan.expected_entry(i).unwrap_or_default());
     };
     if j == 0 {
-        idx.iter().take(2 * PREFETCH_ROWS).for_each(|&i| sys::prefetch(location(i)));
+        idx.iter().take(2 * PREFETCH_ROWS).for_each(|&i| sys::prefetch(table_entry(table, i)));
         idx.iter().take(PREFETCH_ROWS).for_each(|&i| stored(i));
     }
     if let Some(&i) = idx.get(j + 2 * PREFETCH_ROWS) {
-        sys::prefetch(location(i));
+        sys::prefetch(table_entry(table, i));
     }
     if let Some(&i) = idx.get(j + PREFETCH_ROWS) {
         stored(i);
     }
+}
+
+/// Record `i`'s location entry in `table` (empty when out of range).
+fn table_entry(table: &[u8], i: u64) -> &[u8] {
+    let entry = LOC_SIZE as usize;
+    table.get(i as usize * entry..(i as usize + 1) * entry).unwrap_or_default()
+}
+
+/// The first `PREFETCH_BYTES` stored bytes of `loc` in `data`, for a
+/// prefetch (the location is not validated yet: empty when out of range).
+fn stored_head<'d>(data: &'d [u8], loc: &RecordLoc) -> &'d [u8] {
+    let start = usize::try_from(loc.offset).unwrap_or(usize::MAX);
+    let len = loc.phys_length.min(PREFETCH_BYTES) as usize;
+    data.get(start..start.saturating_add(len)).unwrap_or_default()
 }
 
 struct InMemory<'a> {
