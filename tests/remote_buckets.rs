@@ -3,12 +3,13 @@
 //! fake-gcs-server for `gs://`. The scenarios are the ones `s3://` passes
 //! on moto (tests/common/buckets.rs): every fixture reads back
 //! byte-exactly, a missing store and a missing `dict.zr` fail clearly, an
-//! object replaced under a reader is refused; on Azurite also `zrecord
-//! push` (meta.zr last, multipart) and `info`/`verify` of a sealed store
-//! from the bucket, and a wrong key. fake-gcs-server cannot take uploads
-//! through GCS's XML API, which `zrecord push` uses (see
-//! tests/common/fake_gcs.rs): its stores are published through its JSON
-//! API, and a test pins down that gap so it is seen when it closes.
+//! object replaced under a reader is refused, a sealed store answers `info`
+//! and `verify` from the bucket. On Azurite the stores go up with `zrecord
+//! push` (meta.zr last, multipart), and a wrong key is refused.
+//! fake-gcs-server cannot take uploads through GCS's XML API, which `zrecord
+//! push` uses (see tests/common/fake_gcs.rs): its stores are published
+//! through its JSON API, and a test pins down that gap so it is seen when it
+//! closes.
 
 #[path = "common/azurite.rs"]
 mod azurite;
@@ -37,7 +38,7 @@ fn az_missing_store_missing_dict_and_replaced_object_fail_clearly() {
 #[test]
 fn az_push_then_info_and_verify_from_the_container() {
     let azurite = Azurite::start();
-    buckets::sealed_store_pushes_and_verifies(&azurite);
+    buckets::sealed_store_verifies_from_the_bucket(&azurite);
     buckets::big_files_go_up_in_parts(&azurite);
 }
 
@@ -66,10 +67,15 @@ fn gs_missing_store_missing_dict_and_replaced_object_fail_clearly() {
     buckets::replaced_object_is_refused(&gcs);
 }
 
+#[test]
+fn gs_sealed_store_answers_info_and_verify_from_the_bucket() {
+    buckets::sealed_store_verifies_from_the_bucket(&FakeGcs::start());
+}
+
 /// `zrecord push` to fake-gcs-server fails on the emulator's side: it does
 /// not serve the XML API's `PUT /bucket/object`. When this test fails, the
-/// emulator learned uploads: run `sealed_store_pushes_and_verifies` and
-/// `big_files_go_up_in_parts` on it instead.
+/// emulator learned uploads: make `FakeGcs::pushes` true and run
+/// `big_files_go_up_in_parts` on it too.
 #[test]
 fn gs_push_meets_the_emulators_missing_xml_upload() {
     let gcs = FakeGcs::start();

@@ -111,7 +111,7 @@ fn push_sends_every_file_meta_last_and_big_files_in_parts() {
 /// changed there afterwards is named by `verify` and refused by checked reads.
 #[test]
 fn sealed_stores_verify_from_the_bucket() {
-    buckets::sealed_store_pushes_and_verifies(&Moto::start());
+    buckets::sealed_store_verifies_from_the_bucket(&Moto::start());
 }
 
 #[test]

@@ -96,6 +96,11 @@ impl Emulator for FakeGcs {
         assert_eq!(resp.status().as_u16(), 200, "uploading {key}: {}", self.service.log());
     }
 
+    /// No: see the module's doc.
+    fn pushes(&self) -> bool {
+        false
+    }
+
     /// Every regular file of `dir` put under `path`, meta.zr last, as
     /// `zrecord push` orders them.
     fn publish(&self, dir: &Path, path: &str) -> String {
