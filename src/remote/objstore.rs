@@ -292,6 +292,33 @@ mod tests {
     }
 
     #[test]
+    fn gcs_and_azure_store_prefixes() {
+        let emulator = [("azure_storage_use_emulator".to_string(), "true".to_string())];
+        let at = |url: &str| {
+            let b = Bucket::from_url_with(
+                url,
+                BucketRetry::default(),
+                if url.starts_with("gs") { &[] } else { &emulator },
+            )
+            .unwrap_or_else(|e| panic!("{url}: {e}"));
+            (b.prefix.to_string(), b.url)
+        };
+        for (url, prefix, dir) in [
+            ("gs://b/a/store/meta.zr", "a/store", "gs://b/a/store/"),
+            ("az://c/a/store", "a/store", "az://c/a/store/"),
+            ("azure://c/a/store/", "a/store", "azure://c/a/store/"),
+            (
+                "abfss://fs@acct.dfs.core.windows.net/a/store",
+                "a/store",
+                "abfss://fs@acct.dfs.core.windows.net/a/store/",
+            ),
+        ] {
+            assert_eq!(at(url), (prefix.to_string(), dir.to_string()), "{url}");
+        }
+        assert!(Bucket::from_url_with("az:///x", BucketRetry::default(), &emulator).is_err());
+    }
+
+    #[test]
     fn bucket_urls() {
         assert!(is_bucket_url("s3://b/x"));
         assert!(is_bucket_url("GS://b/x"));
