@@ -29,6 +29,11 @@ fn az_every_fixture_pushes_and_reads_back_byte_exactly() {
 }
 
 #[test]
+fn az_every_command_that_reads_a_store_takes_az_urls() {
+    buckets::every_command_takes_bucket_urls(&Azurite::start());
+}
+
+#[test]
 fn az_missing_store_missing_dict_and_replaced_object_fail_clearly() {
     let azurite = Azurite::start();
     buckets::missing_store_and_missing_dict_fail_clearly(&azurite);
@@ -58,6 +63,11 @@ fn az_wrong_key_is_refused_naming_the_credentials() {
 #[test]
 fn gs_every_fixture_reads_back_byte_exactly() {
     buckets::every_fixture_reads_back(&FakeGcs::start());
+}
+
+#[test]
+fn gs_every_command_that_reads_a_store_takes_gs_urls() {
+    buckets::every_command_takes_bucket_urls(&FakeGcs::start());
 }
 
 #[test]

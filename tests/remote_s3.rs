@@ -10,8 +10,8 @@ mod common;
 #[path = "common/moto.rs"]
 mod moto;
 
-use buckets::{failed, local, ok, run_with, Emulator};
-use common::{fixtures, FixtureStore};
+use buckets::{failed, ok, run_with, Emulator};
+use common::fixtures;
 use moto::Moto;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
@@ -42,64 +42,7 @@ fn every_fixture_pushes_and_reads_back_byte_exactly() {
 
 #[test]
 fn every_command_that_reads_a_store_takes_s3_urls() {
-    let moto = Moto::start();
-    let dir = tempfile::tempdir().unwrap();
-    let picked: Vec<FixtureStore> = fixtures()
-        .into_iter()
-        .filter(|f| f.len >= 8 && (f.codec == "zstd_dict" || f.name.starts_with("ragged")))
-        .take(3)
-        .collect();
-    assert!(
-        picked.iter().any(|f| f.name.starts_with("ragged"))
-            && picked.iter().any(|f| f.name.starts_with("dense"))
-    );
-    for f in picked {
-        let url = moto.url(&format!("cmds/{}", f.name));
-        ok(&moto, &[&"push", &f.path(), &url]);
-        let info = ok(&moto, &[&"info", &"--json", &url]);
-        let v: serde_json::Value = serde_json::from_str(&info).unwrap();
-        assert_eq!(v["len"], f.len, "{}", f.name);
-        assert!(ok(&moto, &[&"verify", &url]).contains("ok"), "{}", f.name);
-        assert_eq!(ok(&moto, &[&"get", &"--json", &url, &"1"]), local(&[&"get", &"--json", &f.path(), &"1"]));
-        // export
-        let ragged = f.name.starts_with("ragged");
-        let (a, b) =
-            (dir.path().join(format!("{}-r.npy", f.name)), dir.path().join(format!("{}-l.npy", f.name)));
-        let (ao, bo) =
-            (dir.path().join(format!("{}-ro.npy", f.name)), dir.path().join(format!("{}-lo.npy", f.name)));
-        if ragged {
-            ok(&moto, &[&"export", &url, &a, &ao]);
-            local(&[&"export", &f.path(), &b, &bo]);
-            assert_eq!(std::fs::read(&ao).unwrap(), std::fs::read(&bo).unwrap());
-        } else {
-            ok(&moto, &[&"export", &url, &a]);
-            local(&[&"export", &f.path(), &b]);
-        }
-        assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap(), "{}", f.name);
-        // recode and train-dict read the source from the bucket.
-        let dst = dir.path().join(format!("{}-recoded", f.name));
-        ok(&moto, &[&"recode", &url, &dst, &"--codec", &"zstd"]);
-        assert_eq!(local(&[&"checksum", &dst]), local(&[&"checksum", &f.path()]), "{}", f.name);
-        let dict = dir.path().join(format!("{}.dict", f.name));
-        ok(&moto, &[&"train-dict", &url, &"--tier", &"fast", &"-o", &dict]);
-        assert!(std::fs::metadata(&dict).unwrap().len() > 0);
-        let bench: serde_json::Value = serde_json::from_str(&ok(
-            &moto,
-            &[&"bench", &url, &"--batch", &"4", &"--batches", &"3", &"--json"],
-        ))
-        .unwrap();
-        for key in [
-            "records_per_s",
-            "mib_per_s",
-            "p50_ms",
-            "p95_ms",
-            "p99_ms",
-            "requests_per_batch",
-            "bytes_per_batch",
-        ] {
-            assert!(bench[key].as_f64().is_some_and(|x| x >= 0.0), "{key}: {bench}");
-        }
-    }
+    buckets::every_command_takes_bucket_urls(&Moto::start());
 }
 
 #[test]

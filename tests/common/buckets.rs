@@ -259,6 +259,69 @@ pub fn replaced_object_is_refused<E: Emulator + ?Sized>(emu: &E) {
     }
 }
 
+/// `info`, `verify`, `get`, `export`, the source side of `recode` and
+/// `train-dict`, and `bench` take the bucket's URL and answer as they do
+/// for the local store.
+pub fn every_command_takes_bucket_urls<E: Emulator + ?Sized>(emu: &E) {
+    let dir = tempfile::tempdir().unwrap();
+    let picked: Vec<FixtureStore> = fixtures()
+        .into_iter()
+        .filter(|f| f.len >= 8 && (f.codec == "zstd_dict" || f.name.starts_with("ragged")))
+        .take(3)
+        .collect();
+    assert!(
+        picked.iter().any(|f| f.name.starts_with("ragged"))
+            && picked.iter().any(|f| f.name.starts_with("dense"))
+    );
+    for f in picked {
+        let url = emu.url(&format!("cmds/{}", f.name));
+        emu.publish(&f.path(), &format!("cmds/{}", f.name));
+        let info = ok(emu, &[&"info", &"--json", &url]);
+        let v: serde_json::Value = serde_json::from_str(&info).unwrap();
+        assert_eq!(v["len"], f.len, "{}", f.name);
+        assert!(ok(emu, &[&"verify", &url]).contains("ok"), "{}", f.name);
+        assert_eq!(ok(emu, &[&"get", &"--json", &url, &"1"]), local(&[&"get", &"--json", &f.path(), &"1"]));
+        // export
+        let ragged = f.name.starts_with("ragged");
+        let (a, b) =
+            (dir.path().join(format!("{}-r.npy", f.name)), dir.path().join(format!("{}-l.npy", f.name)));
+        let (ao, bo) =
+            (dir.path().join(format!("{}-ro.npy", f.name)), dir.path().join(format!("{}-lo.npy", f.name)));
+        if ragged {
+            ok(emu, &[&"export", &url, &a, &ao]);
+            local(&[&"export", &f.path(), &b, &bo]);
+            assert_eq!(std::fs::read(&ao).unwrap(), std::fs::read(&bo).unwrap());
+        } else {
+            ok(emu, &[&"export", &url, &a]);
+            local(&[&"export", &f.path(), &b]);
+        }
+        assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap(), "{}", f.name);
+        // recode and train-dict read the source from the bucket.
+        let dst = dir.path().join(format!("{}-recoded", f.name));
+        ok(emu, &[&"recode", &url, &dst, &"--codec", &"zstd"]);
+        assert_eq!(local(&[&"checksum", &dst]), local(&[&"checksum", &f.path()]), "{}", f.name);
+        let dict = dir.path().join(format!("{}.dict", f.name));
+        ok(emu, &[&"train-dict", &url, &"--tier", &"fast", &"-o", &dict]);
+        assert!(std::fs::metadata(&dict).unwrap().len() > 0);
+        let bench: serde_json::Value = serde_json::from_str(&ok(
+            emu,
+            &[&"bench", &url, &"--batch", &"4", &"--batches", &"3", &"--json"],
+        ))
+        .unwrap();
+        for key in [
+            "records_per_s",
+            "mib_per_s",
+            "p50_ms",
+            "p95_ms",
+            "p99_ms",
+            "requests_per_batch",
+            "bytes_per_batch",
+        ] {
+            assert!(bench[key].as_f64().is_some_and(|x| x >= 0.0), "{key}: {bench}");
+        }
+    }
+}
+
 /// A store sealed on disk and published answers `info` and verifies from
 /// the bucket; a record changed there afterwards is named by `verify` and
 /// refused by checked reads. Where [`Emulator::pushes`], published with
