@@ -7,6 +7,7 @@
 #![warn(missing_docs)]
 
 pub mod batch;
+mod checksum;
 pub mod codec;
 pub mod error;
 pub mod format;
@@ -15,7 +16,6 @@ pub mod records;
 pub mod remote;
 pub mod sampler;
 pub mod source;
-mod xxh3_copy;
 
 cfg_if::cfg_if! {
     if #[cfg(feature = "native")] {

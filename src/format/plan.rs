@@ -232,7 +232,7 @@ impl<'a> GatherPlan<'a> {
         if let Some(want) = self.expected_sum(k) {
             if self.codec == Codec::Raw && src.len() == dst.len() {
                 // One pass: hash while copying.
-                let got = crate::xxh3_copy::copy_and_hash(src, dst);
+                let got = crate::checksum::copy_and_hash64(src, dst);
                 return sums::check_record_sum(&self.info().name, self.indices[k], src.len(), got, want);
             }
             sums::check_record(&self.info().name, self.indices[k], src, want)?;

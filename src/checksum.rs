@@ -1,27 +1,42 @@
-//! XXH3-64 of a record computed while copying it, for checked raw gathers.
+//! XXH3-64 of stored record bytes, the sidecar's checksum, and the same
+//! hash computed while copying, for checked raw gathers.
 //!
-//! A checked gather used to hash a record and then copy it: two passes, and
-//! the `xxh3` crate keeps its accumulators in memory between 64-byte stripes
-//! (a store-to-load chain per stripe). Here one AVX2 loop loads each stripe
-//! once, stores it to the destination and folds it into accumulators held
-//! in registers. The result equals `xxh3::hash64_with_seed(src, 0)` for every
+//! The `xxh3` crate keeps its accumulators in memory between 64-byte stripes
+//! (a store-to-load chain per stripe), and a checked gather used to hash a
+//! record and then copy it: two passes. Here one AVX2 loop folds each stripe
+//! into accumulators held in registers and, when copying, stores the stripe
+//! it has loaded. Results equal `xxh3::hash64_with_seed(bytes, 0)` for every
 //! input (tested against the crate); inputs of 240 bytes or less, and CPUs
-//! without AVX2, take the crate's hash and a plain copy.
+//! without AVX2, use the crate (and a plain copy).
 //!
 //! The algorithm is XXH3's long-input path with the default secret and seed
 //! 0, as specified by <https://github.com/Cyan4973/xxHash> (doc/xxhash_spec.md).
 
-/// Copy `src` into `dst` (same length) and return XXH3-64 of the bytes.
+/// XXH3-64 (seed 0) of `bytes`.
+#[inline]
+pub fn hash64(bytes: &[u8]) -> u64 {
+    cfg_if::cfg_if! {
+        if #[cfg(target_arch = "x86_64")] {
+            if let Some(hash) = avx2::hash(bytes, None) {
+                return hash;
+            }
+        }
+    }
+    xxh3::hash64_with_seed(bytes, 0)
+}
+
+/// Copy `src` into `dst` (same length) and return XXH3-64 (seed 0) of the
+/// bytes, in one pass.
 ///
 /// # Panics
 /// When the lengths differ (a caller's bug: gathers size `dst` from the
 /// checked location).
 #[inline]
-pub fn copy_and_hash(src: &[u8], dst: &mut [u8]) -> u64 {
-    assert_eq!(src.len(), dst.len(), "copy_and_hash: lengths differ");
+pub fn copy_and_hash64(src: &[u8], dst: &mut [u8]) -> u64 {
+    assert_eq!(src.len(), dst.len(), "copy_and_hash64: lengths differ");
     cfg_if::cfg_if! {
         if #[cfg(target_arch = "x86_64")] {
-            if let Some(hash) = avx2::copy_and_hash(src, dst) {
+            if let Some(hash) = avx2::hash(src, Some(&mut *dst)) {
                 return hash;
             }
         }
@@ -69,29 +84,39 @@ mod avx2 {
     /// Longest input XXH3 hashes without the stripe loop.
     const MID_MAX: usize = 240;
 
-    /// The fused pass for inputs longer than `MID_MAX` bytes on a CPU with
-    /// AVX2; `None` (nothing copied) otherwise.
-    pub(super) fn copy_and_hash(src: &[u8], dst: &mut [u8]) -> Option<u64> {
-        assert_eq!(src.len(), dst.len());
+    /// The stripe loop for inputs longer than `MID_MAX` bytes on a CPU
+    /// with AVX2, copying to `dst` when given; `None` (nothing done)
+    /// otherwise.
+    pub(super) fn hash(src: &[u8], dst: Option<&mut [u8]>) -> Option<u64> {
         if src.len() <= MID_MAX || !std::arch::is_x86_feature_detected!("avx2") {
             return None;
         }
         // SAFETY: AVX2 is present; every pointer in `long` stays inside
-        // `src`, `dst` (equal lengths, over 240 bytes) or `SECRET`.
-        Some(unsafe { long(src, dst) })
+        // `src`, `dst` (the same length, over 240 bytes) or `SECRET`.
+        Some(unsafe {
+            match dst {
+                Some(dst) => {
+                    assert_eq!(src.len(), dst.len());
+                    long::<true>(src, dst)
+                }
+                None => long::<false>(src, &mut []),
+            }
+        })
     }
 
-    /// One 64-byte stripe at `at`: stored to `dst`, folded into `acc` with
-    /// the secret at `key`.
+    /// One 64-byte stripe at `at`: folded into `acc` with the secret at
+    /// `key`, and stored to `dst` when copying.
     macro_rules! stripe {
-        ($acc:ident, $src:ident, $dst:ident, $at:expr, $key:expr) => {{
+        ($copy:ident, $acc:ident, $src:ident, $dst:ident, $at:expr, $key:expr) => {{
             let (at, key) = ($at, $key);
             for half in 0..2 {
                 let mut x = _mm256_loadu_si256($src.as_ptr().add(at + 32 * half).cast());
-                // Opaque to LLVM, which would otherwise see a copy loop,
-                // call memcpy for it and load every byte twice.
-                std::arch::asm!("/* {0} */", inout(ymm_reg) x, options(pure, nomem, nostack, preserves_flags));
-                _mm256_storeu_si256($dst.as_mut_ptr().add(at + 32 * half).cast(), x);
+                if $copy {
+                    // Opaque to LLVM, which would otherwise see a copy loop,
+                    // call memcpy for it and load every byte twice.
+                    std::arch::asm!("/* {0} */", inout(ymm_reg) x, options(pure, nomem, nostack, preserves_flags));
+                    _mm256_storeu_si256($dst.as_mut_ptr().add(at + 32 * half).cast(), x);
+                }
                 let k = _mm256_loadu_si256(SECRET.as_ptr().add(key + 32 * half).cast());
                 let z = _mm256_xor_si256(x, k);
                 let product = _mm256_mul_epu32(z, _mm256_shuffle_epi32::<0b0011_0001>(z));
@@ -102,14 +127,14 @@ mod avx2 {
     }
 
     #[target_feature(enable = "avx2")]
-    unsafe fn long(src: &[u8], dst: &mut [u8]) -> u64 {
+    unsafe fn long<const COPY: bool>(src: &[u8], dst: &mut [u8]) -> u64 {
         let n = src.len();
         let mut acc =
             [_mm256_loadu_si256(INIT.as_ptr().cast()), _mm256_loadu_si256(INIT.as_ptr().add(4).cast())];
         let blocks = (n - 1) / BLOCK;
         for b in 0..blocks {
             for s in 0..STRIPES_PER_BLOCK {
-                stripe!(acc, src, dst, b * BLOCK + s * STRIPE, s * 8);
+                stripe!(COPY, acc, src, dst, b * BLOCK + s * STRIPE, s * 8);
             }
             // Scramble with the secret's last 64 bytes.
             let prime = _mm256_set1_epi32(PRIME32_1 as i32);
@@ -127,9 +152,9 @@ mod avx2 {
         // The trailing stripes of the last block, then the input's last 64
         // bytes (overlapping what came before; their copy is the same bytes).
         for s in 0..((n - 1) - blocks * BLOCK) / STRIPE {
-            stripe!(acc, src, dst, blocks * BLOCK + s * STRIPE, s * 8);
+            stripe!(COPY, acc, src, dst, blocks * BLOCK + s * STRIPE, s * 8);
         }
-        stripe!(acc, src, dst, n - STRIPE, SECRET.len() - STRIPE - 7);
+        stripe!(COPY, acc, src, dst, n - STRIPE, SECRET.len() - STRIPE - 7);
         let mut lanes = [0u64; 8];
         _mm256_storeu_si256(lanes.as_mut_ptr().cast(), acc[0]);
         _mm256_storeu_si256(lanes.as_mut_ptr().add(4).cast(), acc[1]);
@@ -155,7 +180,7 @@ mod tests {
     use super::*;
 
     /// Every length from 0 to a few blocks, at several alignments, equals
-    /// the `xxh3` crate and copies exactly.
+    /// the `xxh3` crate, and the copy is exact.
     #[test]
     fn equals_the_crate_and_copies() {
         let mut state = 0x9E37_79B9_7F4A_7C15u64;
@@ -170,9 +195,10 @@ mod tests {
         for start in [0, 1, 7, 33] {
             for len in 0..=(bytes.len() - start).min(4200) {
                 let src = &bytes[start..start + len];
+                let want = xxh3::hash64_with_seed(src, 0);
+                assert_eq!(hash64(src), want, "hash64: len {len} start {start}");
                 let mut dst = vec![0u8; len + 3];
-                let got = copy_and_hash(src, &mut dst[3..]);
-                assert_eq!(got, xxh3::hash64_with_seed(src, 0), "len {len} start {start}");
+                assert_eq!(copy_and_hash64(src, &mut dst[3..]), want, "copy: len {len} start {start}");
                 assert_eq!(&dst[3..], src, "len {len} start {start}");
             }
         }
@@ -181,6 +207,6 @@ mod tests {
     #[test]
     #[should_panic(expected = "lengths differ")]
     fn refuses_unequal_lengths() {
-        copy_and_hash(&[1, 2, 3], &mut [0; 2]);
+        copy_and_hash64(&[1, 2, 3], &mut [0; 2]);
     }
 }
