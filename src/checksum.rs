@@ -28,19 +28,25 @@ pub fn hash64(bytes: &[u8]) -> u64 {
 /// Copy `src` into `dst` (same length) and return XXH3-64 (seed 0) of the
 /// bytes, in one pass.
 ///
+/// `ahead` is what the caller reads next (the next record of a gather): the
+/// pass asks for its cache lines one per stripe, so they arrive while this
+/// record is hashed. Asked for all at once before the pass, they would stall
+/// it whenever the memory queue is full. Empty for none; a hint only.
+///
 /// # Panics
 /// When the lengths differ (a caller's bug: gathers size `dst` from the
 /// checked location).
 #[inline]
-pub fn copy_and_hash64(src: &[u8], dst: &mut [u8]) -> u64 {
+pub fn copy_and_hash64(src: &[u8], dst: &mut [u8], ahead: &[u8]) -> u64 {
     assert_eq!(src.len(), dst.len(), "copy_and_hash64: lengths differ");
     cfg_if::cfg_if! {
         if #[cfg(target_arch = "x86_64")] {
-            if let Some(hash) = avx2::hash(src, Some(&mut *dst)) {
+            if let Some(hash) = avx2::hash(src, Some((&mut *dst, ahead))) {
                 return hash;
             }
         }
     }
+    let _ = ahead;
     dst.copy_from_slice(src);
     xxh3::hash64_with_seed(src, 0)
 }
@@ -87,7 +93,7 @@ mod avx2 {
     /// The stripe loop for inputs longer than `MID_MAX` bytes on a CPU
     /// with AVX2, copying to `dst` when given; `None` (nothing done)
     /// otherwise.
-    pub(super) fn hash(src: &[u8], dst: Option<&mut [u8]>) -> Option<u64> {
+    pub(super) fn hash(src: &[u8], dst: Option<(&mut [u8], &[u8])>) -> Option<u64> {
         if src.len() <= MID_MAX || !std::arch::is_x86_feature_detected!("avx2") {
             return None;
         }
@@ -95,19 +101,20 @@ mod avx2 {
         // `src`, `dst` (the same length, over 240 bytes) or `SECRET`.
         Some(unsafe {
             match dst {
-                Some(dst) => {
+                Some((dst, ahead)) => {
                     assert_eq!(src.len(), dst.len());
-                    long::<true>(src, dst)
+                    long::<true>(src, dst, ahead)
                 }
-                None => long::<false>(src, &mut []),
+                None => long::<false>(src, &mut [], &[]),
             }
         })
     }
 
     /// One 64-byte stripe at `at`: folded into `acc` with the secret at
-    /// `key`, and stored to `dst` when copying.
+    /// `key`, stored to `dst` when copying; the line of `ahead` at the same
+    /// offset is asked for.
     macro_rules! stripe {
-        ($copy:ident, $acc:ident, $src:ident, $dst:ident, $at:expr, $key:expr) => {{
+        ($copy:ident, $acc:ident, $src:ident, $dst:ident, $ahead:ident, $at:expr, $key:expr) => {{
             let (at, key) = ($at, $key);
             for half in 0..2 {
                 let mut x = _mm256_loadu_si256($src.as_ptr().add(at + 32 * half).cast());
@@ -123,18 +130,21 @@ mod avx2 {
                 let swapped = _mm256_shuffle_epi32::<0b0100_1110>(x);
                 $acc[half] = _mm256_add_epi64($acc[half], _mm256_add_epi64(swapped, product));
             }
+            if let Some(line) = $ahead.get(at) {
+                _mm_prefetch::<_MM_HINT_T0>((line as *const u8).cast());
+            }
         }};
     }
 
     #[target_feature(enable = "avx2")]
-    unsafe fn long<const COPY: bool>(src: &[u8], dst: &mut [u8]) -> u64 {
+    unsafe fn long<const COPY: bool>(src: &[u8], dst: &mut [u8], ahead: &[u8]) -> u64 {
         let n = src.len();
         let mut acc =
             [_mm256_loadu_si256(INIT.as_ptr().cast()), _mm256_loadu_si256(INIT.as_ptr().add(4).cast())];
         let blocks = (n - 1) / BLOCK;
         for b in 0..blocks {
             for s in 0..STRIPES_PER_BLOCK {
-                stripe!(COPY, acc, src, dst, b * BLOCK + s * STRIPE, s * 8);
+                stripe!(COPY, acc, src, dst, ahead, b * BLOCK + s * STRIPE, s * 8);
             }
             // Scramble with the secret's last 64 bytes.
             let prime = _mm256_set1_epi32(PRIME32_1 as i32);
@@ -152,9 +162,13 @@ mod avx2 {
         // The trailing stripes of the last block, then the input's last 64
         // bytes (overlapping what came before; their copy is the same bytes).
         for s in 0..((n - 1) - blocks * BLOCK) / STRIPE {
-            stripe!(COPY, acc, src, dst, blocks * BLOCK + s * STRIPE, s * 8);
+            stripe!(COPY, acc, src, dst, ahead, blocks * BLOCK + s * STRIPE, s * 8);
         }
-        stripe!(COPY, acc, src, dst, n - STRIPE, SECRET.len() - STRIPE - 7);
+        stripe!(COPY, acc, src, dst, ahead, n - STRIPE, SECRET.len() - STRIPE - 7);
+        // What of `ahead` lies past this record's length.
+        for line in ahead.get(n..).unwrap_or_default().chunks(STRIPE) {
+            _mm_prefetch::<_MM_HINT_T0>(line.as_ptr().cast());
+        }
         let mut lanes = [0u64; 8];
         _mm256_storeu_si256(lanes.as_mut_ptr().cast(), acc[0]);
         _mm256_storeu_si256(lanes.as_mut_ptr().add(4).cast(), acc[1]);
@@ -198,7 +212,11 @@ mod tests {
                 let want = xxh3::hash64_with_seed(src, 0);
                 assert_eq!(hash64(src), want, "hash64: len {len} start {start}");
                 let mut dst = vec![0u8; len + 3];
-                assert_eq!(copy_and_hash64(src, &mut dst[3..]), want, "copy: len {len} start {start}");
+                assert_eq!(
+                    copy_and_hash64(src, &mut dst[3..], &bytes[..len]),
+                    want,
+                    "copy: len {len} start {start}"
+                );
                 assert_eq!(&dst[3..], src, "len {len} start {start}");
             }
         }
@@ -207,6 +225,6 @@ mod tests {
     #[test]
     #[should_panic(expected = "lengths differ")]
     fn refuses_unequal_lengths() {
-        copy_and_hash64(&[1, 2, 3], &mut [0; 2]);
+        copy_and_hash64(&[1, 2, 3], &mut [0; 2], &[]);
     }
 }

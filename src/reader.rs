@@ -347,7 +347,8 @@ impl Store {
         })
     }
 
-    /// Decode record `k` of `plan`, at checked `loc`, into `dst`.
+    /// Decode record `k` of `plan`, at checked `loc`, into `dst` (`ahead`:
+    /// see [`GatherPlan::decode_ahead`]).
     #[inline(always)]
     fn read_record(
         &self,
@@ -356,10 +357,11 @@ impl Store {
         k: usize,
         loc: &RecordLoc,
         dst: &mut [u8],
+        ahead: &[u8],
     ) -> Result<()> {
         match mem.data {
             // The location is checked: `offset + phys_length <= tail_offset`.
-            Some(d) => plan.decode(k, &d[loc.offset as usize..loc.end() as usize], dst),
+            Some(d) => plan.decode_ahead(k, &d[loc.offset as usize..loc.end() as usize], dst, ahead),
             None if self.codec() == Codec::Raw => {
                 self.data.read_exact_at(loc.offset, dst).map_err(|e| self.io_err(StoreFile::Data, e))
             }
@@ -399,9 +401,13 @@ impl Store {
         Ok(())
     }
 
-    fn parallel(&self, total_bytes: usize, n: usize) -> bool {
-        // Checking raw records hashes every byte: work enough to share.
-        let cheap = self.codec() == Codec::Raw && self.sums.is_none();
+    /// Whether a batch of `n` records, `total_bytes` decoded, fans out
+    /// across threads. Raw records cost about a copy, unless a checked
+    /// gather hashes them apart from the copy (`hashed`: Ragged records,
+    /// whose shape prefix is hashed but not copied); Dense rows hash while
+    /// they copy, at about the copy's speed (see `checksum.rs`).
+    fn parallel(&self, total_bytes: usize, n: usize, hashed: bool) -> bool {
+        let cheap = self.codec() == Codec::Raw && !(hashed && self.sums.is_some());
         let threshold = if cheap { PAR_BYTES_RAW } else { PAR_BYTES_ZSTD };
         n > 1 && total_bytes >= threshold && rayon::current_num_threads() > 1
     }
@@ -417,17 +423,17 @@ impl Store {
             let first = t * ROWS_PER_TASK;
             let idx = &plan.indices()[first..first + outs.len() / row];
             for (j, dst) in outs.chunks_mut(row).enumerate() {
-                prefetch_ahead(&mem, plan, idx, j);
+                let ahead = prefetch_ahead(&mem, plan, idx, j);
                 let loc = match mem.table {
                     Some(table) => RecordLoc::from_table(table, idx[j] as usize),
                     None => self.loc_at(idx[j])?,
                 };
                 plan.check_loc(first + j, &loc)?;
-                self.read_record(&mem, plan, first + j, &loc, dst)?;
+                self.read_record(&mem, plan, first + j, &loc, dst, ahead)?;
             }
             Ok(())
         };
-        if self.parallel(out.len(), plan.len()) {
+        if self.parallel(out.len(), plan.len(), false) {
             out.par_chunks_mut(ROWS_PER_TASK * row).enumerate().try_for_each(task)
         } else {
             out.chunks_mut(ROWS_PER_TASK * row).enumerate().try_for_each(task)
@@ -459,7 +465,8 @@ impl Store {
             dst.copy_from_slice(&record[record.len() - dst.len()..]);
             Ok(())
         };
-        let result = for_each_span(batch.data.as_mut_slice(), &spans, self.parallel(at, plan.len()), &copy);
+        let result =
+            for_each_span(batch.data.as_mut_slice(), &spans, self.parallel(at, plan.len(), true), &copy);
         batch.spans = spans;
         result
     }
@@ -475,8 +482,8 @@ impl Store {
     ) -> Result<()> {
         let total = plan.ragged_slots(locs, slots)?;
         batch.data.resize(total);
-        let decode = |k: usize, dst: &mut [u8]| self.read_record(mem, plan, k, &locs[k], dst);
-        for_each_span(batch.data.as_mut_slice(), slots, self.parallel(total, plan.len()), &decode)?;
+        let decode = |k: usize, dst: &mut [u8]| self.read_record(mem, plan, k, &locs[k], dst, &[]);
+        for_each_span(batch.data.as_mut_slice(), slots, self.parallel(total, plan.len(), true), &decode)?;
         plan.finish_ragged(slots, batch)
     }
 }
@@ -595,31 +602,49 @@ where
     split(buf, 0, 0, spans, parallel, f)
 }
 
-/// In-memory views of a store's files (see [`Store::in_memory`]).
 /// Random rows miss the cache one after the other. Before copying row `j` of
 /// `idx`, ask for what later rows need: row `j + PREFETCH_ROWS`'s stored
 /// bytes and checksum entry, row `j + 2 * PREFETCH_ROWS`'s location (so that
 /// one is in cache when its bytes are asked for). The misses then overlap
 /// the copying and hashing of the rows before them instead of stalling it.
 /// Row 0 also asks for the first rows'. Only for a store in memory.
+///
+/// Returns the stored bytes of row `j + PREFETCH_ROWS` when the plan asks
+/// for them itself while it decodes row `j` (checked raw rows: spread over
+/// the hash, the requests do not stall it), else nothing.
 #[inline(always)]
-fn prefetch_ahead(mem: &InMemory<'_>, plan: &GatherPlan<'_>, idx: &[u64], j: usize) {
+fn prefetch_ahead<'d>(mem: &InMemory<'d>, plan: &GatherPlan<'_>, idx: &[u64], j: usize) -> &'d [u8] {
     let (Some(table), Some(data)) = (mem.table, mem.data) else {
-        return;
+        return &[];
     };
+    let by_plan = plan.fetches_ahead();
     let stored = |i: u64| {
-        sys::prefetch(stored_head(data, &RecordLoc::from_table(table, i as usize)));
+        let head = stored_head(data, &RecordLoc::from_table(table, i as usize));
         sys::prefetch(plan.expected_entry(i).unwrap_or_default());
+        if !by_plan {
+            sys::prefetch(head);
+        }
+        head
     };
     if j == 0 {
         idx.iter().take(2 * PREFETCH_ROWS).for_each(|&i| sys::prefetch(table_entry(table, i)));
-        idx.iter().take(PREFETCH_ROWS).for_each(|&i| stored(i));
+        idx.iter()
+            .take(PREFETCH_ROWS)
+            .for_each(|&i| sys::prefetch(stored_head(data, &RecordLoc::from_table(table, i as usize))));
     }
     if let Some(&i) = idx.get(j + 2 * PREFETCH_ROWS) {
         sys::prefetch(table_entry(table, i));
     }
-    if let Some(&i) = idx.get(j + PREFETCH_ROWS) {
-        stored(i);
+    match idx.get(j + PREFETCH_ROWS) {
+        Some(&i) => {
+            let head = stored(i);
+            if by_plan {
+                head
+            } else {
+                &[]
+            }
+        }
+        None => &[],
     }
 }
 
@@ -637,6 +662,7 @@ fn stored_head<'d>(data: &'d [u8], loc: &RecordLoc) -> &'d [u8] {
     data.get(start..start.saturating_add(len)).unwrap_or_default()
 }
 
+/// In-memory views of a store's files (see [`Store::in_memory`]).
 struct InMemory<'a> {
     table: Option<&'a [u8]>,
     data: Option<&'a [u8]>,

@@ -229,15 +229,33 @@ impl<'a> GatherPlan<'a> {
     /// `CorruptRecord` when the frame fails or decodes to another size.
     #[inline(always)]
     pub fn decode(&self, k: usize, src: &[u8], dst: &mut [u8]) -> Result<()> {
+        self.decode_ahead(k, src, dst, &[])
+    }
+
+    /// [`GatherPlan::decode`], told the stored bytes the caller decodes
+    /// next: a checked raw record asks for them while it is hashed (see
+    /// [`crate::checksum::copy_and_hash64`]); the caller asks for them
+    /// itself in every other case ([`GatherPlan::fetches_ahead`]).
+    ///
+    /// # Errors
+    /// As [`GatherPlan::decode`].
+    #[inline(always)]
+    pub fn decode_ahead(&self, k: usize, src: &[u8], dst: &mut [u8], ahead: &[u8]) -> Result<()> {
         if let Some(want) = self.expected_sum(k) {
             if self.codec == Codec::Raw && src.len() == dst.len() {
                 // One pass: hash while copying.
-                let got = crate::checksum::copy_and_hash64(src, dst);
+                let got = crate::checksum::copy_and_hash64(src, dst, ahead);
                 return sums::check_record_sum(&self.info().name, self.indices[k], src.len(), got, want);
             }
             sums::check_record(&self.info().name, self.indices[k], src, want)?;
         }
         decode::decode_record(self.info(), self.indices[k], self.core.dict(), src, dst)
+    }
+
+    /// Whether [`GatherPlan::decode_ahead`] asks for the next record's
+    /// bytes itself (checked raw records).
+    pub fn fetches_ahead(&self) -> bool {
+        self.expected.is_some() && self.codec == Codec::Raw
     }
 
     /// The sidecar entry holding record `index`'s checksum, when the plan
