@@ -25,8 +25,9 @@ pub fn hash64(bytes: &[u8]) -> u64 {
     xxh3::hash64_with_seed(bytes, 0)
 }
 
-/// Copy `src` into `dst` (same length) and return XXH3-64 (seed 0) of the
-/// bytes, in one pass.
+/// Copy the last `dst.len()` bytes of `src` into `dst` (all of it, or a
+/// Ragged record's payload after its shape prefix) and return XXH3-64
+/// (seed 0) of all of `src`, in one pass.
 ///
 /// `ahead` is what the caller reads next (the next record of a gather): the
 /// pass asks for its cache lines one per stripe, so they arrive while this
@@ -34,11 +35,11 @@ pub fn hash64(bytes: &[u8]) -> u64 {
 /// it whenever the memory queue is full. Empty for none; a hint only.
 ///
 /// # Panics
-/// When the lengths differ (a caller's bug: gathers size `dst` from the
-/// checked location).
+/// When `dst` is longer than `src` (a caller's bug: gathers size `dst`
+/// from the checked location).
 #[inline]
 pub fn copy_and_hash64(src: &[u8], dst: &mut [u8], ahead: &[u8]) -> u64 {
-    assert_eq!(src.len(), dst.len(), "copy_and_hash64: lengths differ");
+    assert!(dst.len() <= src.len(), "copy_and_hash64: dst is longer than src");
     cfg_if::cfg_if! {
         if #[cfg(target_arch = "x86_64")] {
             if let Some(hash) = avx2::hash(src, Some((&mut *dst, ahead))) {
@@ -47,7 +48,7 @@ pub fn copy_and_hash64(src: &[u8], dst: &mut [u8], ahead: &[u8]) -> u64 {
         }
     }
     let _ = ahead;
-    dst.copy_from_slice(src);
+    dst.copy_from_slice(&src[src.len() - dst.len()..]);
     xxh3::hash64_with_seed(src, 0)
 }
 
@@ -91,38 +92,45 @@ mod avx2 {
     const MID_MAX: usize = 240;
 
     /// The stripe loop for inputs longer than `MID_MAX` bytes on a CPU
-    /// with AVX2, copying to `dst` when given; `None` (nothing done)
-    /// otherwise.
-    pub(super) fn hash(src: &[u8], dst: Option<(&mut [u8], &[u8])>) -> Option<u64> {
+    /// with AVX2, copying the tail of `src` to `dst` when given (when that
+    /// tail is at least two stripes); `None` (nothing done) otherwise.
+    pub(super) fn hash(src: &[u8], copy: Option<(&mut [u8], &[u8])>) -> Option<u64> {
         if src.len() <= MID_MAX || !std::arch::is_x86_feature_detected!("avx2") {
             return None;
         }
         // SAFETY: AVX2 is present; every pointer in `long` stays inside
-        // `src`, `dst` (the same length, over 240 bytes) or `SECRET`.
+        // `src` (over 240 bytes), `SECRET`, or `dst` (stores of stripes at
+        // `at >= skip` go to `at - skip`, and `src.len() - skip == dst.len()`).
         Some(unsafe {
-            match dst {
+            match copy {
                 Some((dst, ahead)) => {
-                    assert_eq!(src.len(), dst.len());
-                    long::<true>(src, dst, ahead)
+                    let skip = src.len() - dst.len();
+                    if dst.len() < 2 * STRIPE {
+                        return None;
+                    }
+                    // The bytes before the first stripe the loop stores.
+                    let first = skip.next_multiple_of(STRIPE);
+                    dst[..first - skip].copy_from_slice(&src[skip..first]);
+                    long::<true>(src, dst, skip, ahead)
                 }
-                None => long::<false>(src, &mut [], &[]),
+                None => long::<false>(src, &mut [], 0, &[]),
             }
         })
     }
 
     /// One 64-byte stripe at `at`: folded into `acc` with the secret at
-    /// `key`, stored to `dst` when copying; the line of `ahead` at the same
-    /// offset is asked for.
+    /// `key`, stored to `dst` at `at - skip` when copying and `at >= skip`;
+    /// the line of `ahead` at the same offset is asked for.
     macro_rules! stripe {
-        ($copy:ident, $acc:ident, $src:ident, $dst:ident, $ahead:ident, $at:expr, $key:expr) => {{
+        ($copy:ident, $acc:ident, $src:ident, $dst:ident, $skip:ident, $ahead:ident, $at:expr, $key:expr) => {{
             let (at, key) = ($at, $key);
             for half in 0..2 {
                 let mut x = _mm256_loadu_si256($src.as_ptr().add(at + 32 * half).cast());
-                if $copy {
+                if $copy && at >= $skip {
                     // Opaque to LLVM, which would otherwise see a copy loop,
                     // call memcpy for it and load every byte twice.
                     std::arch::asm!("/* {0} */", inout(ymm_reg) x, options(pure, nomem, nostack, preserves_flags));
-                    _mm256_storeu_si256($dst.as_mut_ptr().add(at + 32 * half).cast(), x);
+                    _mm256_storeu_si256($dst.as_mut_ptr().add(at - $skip + 32 * half).cast(), x);
                 }
                 let k = _mm256_loadu_si256(SECRET.as_ptr().add(key + 32 * half).cast());
                 let z = _mm256_xor_si256(x, k);
@@ -137,14 +145,14 @@ mod avx2 {
     }
 
     #[target_feature(enable = "avx2")]
-    unsafe fn long<const COPY: bool>(src: &[u8], dst: &mut [u8], ahead: &[u8]) -> u64 {
+    unsafe fn long<const COPY: bool>(src: &[u8], dst: &mut [u8], skip: usize, ahead: &[u8]) -> u64 {
         let n = src.len();
         let mut acc =
             [_mm256_loadu_si256(INIT.as_ptr().cast()), _mm256_loadu_si256(INIT.as_ptr().add(4).cast())];
         let blocks = (n - 1) / BLOCK;
         for b in 0..blocks {
             for s in 0..STRIPES_PER_BLOCK {
-                stripe!(COPY, acc, src, dst, ahead, b * BLOCK + s * STRIPE, s * 8);
+                stripe!(COPY, acc, src, dst, skip, ahead, b * BLOCK + s * STRIPE, s * 8);
             }
             // Scramble with the secret's last 64 bytes.
             let prime = _mm256_set1_epi32(PRIME32_1 as i32);
@@ -162,9 +170,9 @@ mod avx2 {
         // The trailing stripes of the last block, then the input's last 64
         // bytes (overlapping what came before; their copy is the same bytes).
         for s in 0..((n - 1) - blocks * BLOCK) / STRIPE {
-            stripe!(COPY, acc, src, dst, ahead, blocks * BLOCK + s * STRIPE, s * 8);
+            stripe!(COPY, acc, src, dst, skip, ahead, blocks * BLOCK + s * STRIPE, s * 8);
         }
-        stripe!(COPY, acc, src, dst, ahead, n - STRIPE, SECRET.len() - STRIPE - 7);
+        stripe!(COPY, acc, src, dst, skip, ahead, n - STRIPE, SECRET.len() - STRIPE - 7);
         // What of `ahead` lies past this record's length.
         for line in ahead.get(n..).unwrap_or_default().chunks(STRIPE) {
             _mm_prefetch::<_MM_HINT_T0>(line.as_ptr().cast());
@@ -211,20 +219,19 @@ mod tests {
                 let src = &bytes[start..start + len];
                 let want = xxh3::hash64_with_seed(src, 0);
                 assert_eq!(hash64(src), want, "hash64: len {len} start {start}");
-                let mut dst = vec![0u8; len + 3];
-                assert_eq!(
-                    copy_and_hash64(src, &mut dst[3..], &bytes[..len]),
-                    want,
-                    "copy: len {len} start {start}"
-                );
-                assert_eq!(&dst[3..], src, "len {len} start {start}");
+                for skip in [0, 1, 16, 63, 64, 65, 200].into_iter().filter(|&k| k <= len) {
+                    let mut dst = vec![0u8; len - skip + 3];
+                    let got = copy_and_hash64(src, &mut dst[3..], &bytes[..len]);
+                    assert_eq!(got, want, "copy: len {len} start {start} skip {skip}");
+                    assert_eq!(&dst[3..], &src[skip..], "len {len} start {start} skip {skip}");
+                }
             }
         }
     }
 
     #[test]
-    #[should_panic(expected = "lengths differ")]
-    fn refuses_unequal_lengths() {
-        copy_and_hash64(&[1, 2, 3], &mut [0; 2], &[]);
+    #[should_panic(expected = "dst is longer than src")]
+    fn refuses_a_longer_destination() {
+        copy_and_hash64(&[1, 2, 3], &mut [0; 4], &[]);
     }
 }

@@ -402,12 +402,11 @@ impl Store {
     }
 
     /// Whether a batch of `n` records, `total_bytes` decoded, fans out
-    /// across threads. Raw records cost about a copy, unless a checked
-    /// gather hashes them apart from the copy (`hashed`: Ragged records,
-    /// whose shape prefix is hashed but not copied); Dense rows hash while
-    /// they copy, at about the copy's speed (see `checksum.rs`).
-    fn parallel(&self, total_bytes: usize, n: usize, hashed: bool) -> bool {
-        let cheap = self.codec() == Codec::Raw && !(hashed && self.sums.is_some());
+    /// across threads. Raw records cost about a copy, checked or not (a
+    /// checked gather hashes while it copies, see `checksum.rs`), so they
+    /// need more work to pay for the hand-off.
+    fn parallel(&self, total_bytes: usize, n: usize) -> bool {
+        let cheap = self.codec() == Codec::Raw;
         let threshold = if cheap { PAR_BYTES_RAW } else { PAR_BYTES_ZSTD };
         n > 1 && total_bytes >= threshold && rayon::current_num_threads() > 1
     }
@@ -433,7 +432,7 @@ impl Store {
             }
             Ok(())
         };
-        if self.parallel(out.len(), plan.len(), false) {
+        if self.parallel(out.len(), plan.len()) {
             out.par_chunks_mut(ROWS_PER_TASK * row).enumerate().try_for_each(task)
         } else {
             out.chunks_mut(ROWS_PER_TASK * row).enumerate().try_for_each(task)
@@ -457,16 +456,9 @@ impl Store {
         }
         batch.data.resize(at);
         let spans = std::mem::take(&mut batch.spans);
-        // A checked gather hashes each record where it copies it: across
-        // threads, and while its bytes are in cache.
-        let copy = |k: usize, dst: &mut [u8]| {
-            let record = src(&locs[k]);
-            plan.check_stored(k, record)?;
-            dst.copy_from_slice(&record[record.len() - dst.len()..]);
-            Ok(())
-        };
-        let result =
-            for_each_span(batch.data.as_mut_slice(), &spans, self.parallel(at, plan.len(), true), &copy);
+        // A checked gather hashes each record as it copies it.
+        let copy = |k: usize, dst: &mut [u8]| plan.copy_raw(k, src(&locs[k]), dst);
+        let result = for_each_span(batch.data.as_mut_slice(), &spans, self.parallel(at, plan.len()), &copy);
         batch.spans = spans;
         result
     }
@@ -483,7 +475,7 @@ impl Store {
         let total = plan.ragged_slots(locs, slots)?;
         batch.data.resize(total);
         let decode = |k: usize, dst: &mut [u8]| self.read_record(mem, plan, k, &locs[k], dst, &[]);
-        for_each_span(batch.data.as_mut_slice(), slots, self.parallel(total, plan.len(), true), &decode)?;
+        for_each_span(batch.data.as_mut_slice(), slots, self.parallel(total, plan.len()), &decode)?;
         plan.finish_ragged(slots, batch)
     }
 }

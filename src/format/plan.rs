@@ -243,13 +243,35 @@ impl<'a> GatherPlan<'a> {
     pub fn decode_ahead(&self, k: usize, src: &[u8], dst: &mut [u8], ahead: &[u8]) -> Result<()> {
         if let Some(want) = self.expected_sum(k) {
             if self.codec == Codec::Raw && src.len() == dst.len() {
-                // One pass: hash while copying.
-                let got = crate::checksum::copy_and_hash64(src, dst, ahead);
-                return sums::check_record_sum(&self.info().name, self.indices[k], src.len(), got, want);
+                return self.copy_checked(k, src, dst, ahead, want);
             }
             sums::check_record(&self.info().name, self.indices[k], src, want)?;
         }
         decode::decode_record(self.info(), self.indices[k], self.core.dict(), src, dst)
+    }
+
+    /// Copy the last `dst.len()` bytes of raw record `k`'s stored bytes
+    /// (a Ragged record's payload) into `dst`; a checked gather checks all
+    /// of them as it copies.
+    ///
+    /// # Errors
+    /// `ChecksumMismatch` naming the record and `data.zr`.
+    #[inline]
+    pub fn copy_raw(&self, k: usize, stored: &[u8], dst: &mut [u8]) -> Result<()> {
+        match self.expected_sum(k) {
+            Some(want) => self.copy_checked(k, stored, dst, &[], want),
+            None => {
+                dst.copy_from_slice(&stored[stored.len() - dst.len()..]);
+                Ok(())
+            }
+        }
+    }
+
+    /// One pass: hash while copying (see [`crate::checksum::copy_and_hash64`]).
+    #[inline(always)]
+    fn copy_checked(&self, k: usize, stored: &[u8], dst: &mut [u8], ahead: &[u8], want: u64) -> Result<()> {
+        let got = crate::checksum::copy_and_hash64(stored, dst, ahead);
+        sums::check_record_sum(&self.info().name, self.indices[k], stored.len(), got, want)
     }
 
     /// Whether [`GatherPlan::decode_ahead`] asks for the next record's
@@ -268,20 +290,6 @@ impl<'a> GatherPlan<'a> {
                 table.get(at..at + 8)
             }
             _ => None,
-        }
-    }
-
-    /// In a checked gather, check record `k`'s stored bytes against its
-    /// checksum ([`GatherPlan::decode`] does; call it for records used
-    /// without decoding).
-    ///
-    /// # Errors
-    /// `ChecksumMismatch` naming the record and `data.zr`.
-    #[inline]
-    pub fn check_stored(&self, k: usize, src: &[u8]) -> Result<()> {
-        match self.expected_sum(k) {
-            None => Ok(()),
-            Some(want) => sums::check_record(&self.info().name, self.indices[k], src, want),
         }
     }
 
