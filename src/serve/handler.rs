@@ -71,7 +71,7 @@ async fn route(site: &Arc<Site>, req: &Parts) -> Resp {
         Err(Refused::Forbidden) => return text(StatusCode::FORBIDDEN),
     };
     let head = req.method == Method::HEAD;
-    if url.segments == ["api", "stores"] && !url.trailing_slash {
+    if url.relative() == "api/stores" {
         let s = Arc::clone(site);
         let json = tokio::task::spawn_blocking(move || stores_json(&s.root, s.store_depth)).await;
         let Ok(json) = json else { return text(StatusCode::INTERNAL_SERVER_ERROR) };
@@ -85,18 +85,18 @@ async fn route(site: &Arc<Site>, req: &Parts) -> Resp {
     }
     // The viewer's own files come first: a file in the served folder never
     // replaces the page or its code.
-    let mut name = url.relative();
-    if name.is_empty() || name.ends_with('/') {
-        name.push_str("index.html");
-    }
+    let name = match url.trailing_slash() {
+        true => Cow::Owned(format!("{}index.html", url.relative())),
+        false => Cow::Borrowed(url.relative()),
+    };
     if let Some((bytes, content_type)) = site.assets.as_ref().and_then(|a| a(&name)) {
         return serve_asset(req, bytes, content_type);
     }
     // A directory-style URL never names a file.
-    if url.trailing_slash {
+    if url.trailing_slash() {
         return text(StatusCode::NOT_FOUND);
     }
-    match resolve(&site.root, &url.segments) {
+    match resolve(&site.root, url.relative()) {
         Ok(f) => serve_file(req, f.file, &f.meta, &f.path),
         Err(NotServed::Outside) => text(StatusCode::FORBIDDEN),
         Err(NotServed::Missing) => text(StatusCode::NOT_FOUND),
