@@ -72,6 +72,7 @@
 
 mod body;
 mod conn;
+mod files;
 mod handler;
 mod os;
 mod path;
@@ -92,6 +93,7 @@ use tokio::sync::{watch, Semaphore};
 use tokio::task::{JoinHandle, JoinSet};
 
 use crate::{Error, Result};
+use files::OpenFiles;
 use handler::Site;
 pub use os::raise_open_files;
 pub use stores::{list_stores, ListedStore};
@@ -255,7 +257,12 @@ pub fn start(cfg: ServeConfig) -> Result<ServerHandle> {
     let (stop, stopped) = watch::channel(false);
     let counts = Arc::new(Counts::default());
     let shared = Arc::new(Shared {
-        site: Arc::new(Site { root, assets: cfg.assets, store_depth: cfg.store_depth }),
+        site: Arc::new(Site {
+            root,
+            assets: cfg.assets,
+            store_depth: cfg.store_depth,
+            files: OpenFiles::default(),
+        }),
         verbose: cfg.verbose,
         head_timeout: cfg.head_timeout,
         idle_timeout: cfg.idle_timeout,
@@ -381,11 +388,17 @@ async fn accept_loop(
 ) {
     let permits = Arc::new(Semaphore::new(max_connections));
     let mut conns = JoinSet::new();
+    let mut sweep = tokio::time::interval(files::SWEEP_EVERY);
+    sweep.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         while conns.try_join_next().is_some() {}
         let accepted = tokio::select! {
             biased;
             _ = stopped.wait_for(|s| *s) => break,
+            _ = sweep.tick() => {
+                shared.site.files.sweep();
+                continue;
+            }
             a = listener.accept() => a,
         };
         let (stream, peer) = match accepted {

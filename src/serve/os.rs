@@ -23,6 +23,13 @@ cfg_if::cfg_if! {
         }
 
 
+        /// The device and inode of a file: what says that a path still names
+        /// a file the server holds open.
+        pub fn file_id(meta: &std::fs::Metadata) -> Option<(u64, u64)> {
+            use std::os::unix::fs::MetadataExt as _;
+            Some((meta.dev(), meta.ino()))
+        }
+
         /// Rebind a port whose last connections are still in TIME_WAIT (as
         /// std's `TcpListener::bind` does on unix); a port someone listens
         /// on stays refused.
@@ -35,6 +42,12 @@ cfg_if::cfg_if! {
             None
         }
 
+
+        /// No stable file identity from a `Metadata` here: `None`, so no file
+        /// is kept open between requests.
+        pub fn file_id(_meta: &std::fs::Metadata) -> Option<(u64, u64)> {
+            None
+        }
 
         /// On Windows `SO_REUSEADDR` would let two servers share a port: left off.
         pub fn reuse_address(_socket: &TcpSocket) -> io::Result<()> {

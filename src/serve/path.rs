@@ -13,6 +13,7 @@
 use std::borrow::Cow;
 use std::fs::{File, Metadata};
 use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
 
 use super::os;
 
@@ -145,11 +146,14 @@ pub(crate) fn percent_encode_segment(seg: &str) -> String {
 /// A regular file inside the root, opened.
 #[derive(Debug)]
 pub(crate) struct OpenFile {
-    pub file: File,
-    /// Metadata of the opened handle: what we stat is what we send.
+    /// Shared: the server keeps files open between requests (`files.rs`).
+    pub file: Arc<File>,
+    /// Metadata of the opened file (of its inode): what we stat is what we send.
     pub meta: Metadata,
     /// Its path under the root, with symlinks resolved.
     pub path: PathBuf,
+    /// Reached through no symlink.
+    pub direct: bool,
 }
 
 /// Why a checked URL path names no servable file.
@@ -176,17 +180,17 @@ pub(crate) fn resolve(root: &Path, relative: &str) -> Result<OpenFile, NotServed
         return Err(NotServed::Missing);
     }
     let mut path = root.join(relative);
-    let file = match os::open_without_symlinks(&path) {
-        Ok(Some(file)) => file,
+    let (file, direct) = match os::open_without_symlinks(&path) {
+        Ok(Some(file)) => (file, true),
         // No symlink was in the way: the walk could only fail the same way.
         Err(_) => return Err(NotServed::Missing),
         Ok(None) => {
             path = walk(root, relative)?;
-            os::open_read(&path).map_err(|_| NotServed::Missing)?
+            (os::open_read(&path).map_err(|_| NotServed::Missing)?, false)
         }
     };
     match file.metadata() {
-        Ok(meta) if meta.is_file() => Ok(OpenFile { file, meta, path }),
+        Ok(meta) if meta.is_file() => Ok(OpenFile { file: Arc::new(file), meta, path, direct }),
         _ => Err(NotServed::Missing),
     }
 }
