@@ -4,14 +4,6 @@
 
 mod cli;
 
-/// mimalloc rather than the system allocator: `zrecord serve` allocates a
-/// dozen small buffers per request (request and response heads, header
-/// values, the body), where glibc's malloc took a measurable share of each
-/// answer's CPU time. Set here, in the binary only: the library leaves the
-/// choice to the application that links it.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 fn main() -> std::process::ExitCode {
     cli::main()
 }
