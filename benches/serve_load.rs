@@ -9,8 +9,9 @@
 //! busy machine hurts both alike; req/s is the median over rounds, and the
 //! ratio to nginx the median of per-round ratios. The servers' CPU time per
 //! answer (from /proc) is reported too: on a shared machine it is steadier
-//! than req/s. Every answer is checked: a status other than 206, a wrong
-//! body or a failed connection is an error.
+//! than req/s. So is the client's own, which shows whether one server costs
+//! the (identical) client more than the other. Every answer is checked: a
+//! status other than 206, a wrong body or a failed connection is an error.
 //!
 //! Before the load, on fresh servers: the memory 1,000 idle connections cost
 //! each, resident memory before and after 1,000 keep-alive connections that
