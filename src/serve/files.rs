@@ -20,7 +20,7 @@ use std::collections::HashMap;
 use std::fs::File;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 
 use super::os::file_id;
@@ -42,24 +42,31 @@ struct Entry {
 }
 
 /// The served root's open files, by relative path (see the module doc).
+///
+/// A read-write lock: a request only reads the map, so a worker thread the
+/// kernel preempts while it looks a file up never holds up the others.
 #[derive(Default)]
 pub(crate) struct OpenFiles {
-    entries: Mutex<HashMap<String, Entry>>,
+    entries: RwLock<HashMap<String, Entry>>,
     /// Sweep periods so far.
     period: AtomicU64,
 }
 
 impl OpenFiles {
-    fn entries(&self) -> MutexGuard<'_, HashMap<String, Entry>> {
-        // A panic elsewhere while the lock was held leaves a valid map.
-        self.entries.lock().unwrap_or_else(PoisonError::into_inner)
+    // A panic elsewhere while the lock was held leaves a valid map.
+    fn read(&self) -> RwLockReadGuard<'_, HashMap<String, Entry>> {
+        self.entries.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn write(&self) -> RwLockWriteGuard<'_, HashMap<String, Entry>> {
+        self.entries.write().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The regular file `relative` names under `root`, as [`resolve`] finds
     /// it, reusing a kept file when the path still names it.
     pub fn open(&self, root: &Path, relative: &str) -> Result<OpenFile, NotServed> {
         let period = self.period.load(Ordering::Relaxed);
-        let kept = self.entries().get(relative).map(|e| {
+        let kept = self.read().get(relative).map(|e| {
             e.used.store(period, Ordering::Relaxed);
             (Arc::clone(&e.file), e.id)
         });
@@ -70,13 +77,13 @@ impl OpenFiles {
                     return Ok(OpenFile { file, meta, path, direct: true });
                 }
                 _ => {
-                    self.entries().remove(relative);
+                    self.write().remove(relative);
                 }
             }
         }
         let found = resolve(root, relative)?;
         if let (true, Some(id)) = (found.direct, file_id(&found.meta)) {
-            let mut entries = self.entries();
+            let mut entries = self.write();
             if entries.len() >= MAX_ENTRIES {
                 entries.clear();
             }
@@ -89,12 +96,12 @@ impl OpenFiles {
     /// Close the files not used since the last sweep.
     pub fn sweep(&self) {
         let period = self.period.fetch_add(1, Ordering::Relaxed);
-        self.entries().retain(|_, e| e.used.load(Ordering::Relaxed) >= period);
+        self.write().retain(|_, e| e.used.load(Ordering::Relaxed) >= period);
     }
 
     #[cfg(test)]
     fn len(&self) -> usize {
-        self.entries().len()
+        self.read().len()
     }
 }
 
