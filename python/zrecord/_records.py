@@ -91,55 +91,6 @@ def _words_as(words, nbytes, dtype, shape):
     return words.view(_U8)[:nbytes].view(dtype).reshape(shape)
 
 
-def _ragged_records(parts, dtype):
-    """A gathered Ragged batch as loaderx's list of per-record arrays (views
-    of one allocation)."""
-    words, nbytes, spans, dims, dim_starts = parts
-    if not len(dim_starts) > 1:
-        return []
-    data = words.view(_U8)[:nbytes]
-    starts = dim_starts.tolist()
-    dims = dims.tolist()
-    out = []
-    for k, (lo, hi) in enumerate(spans.reshape(-1, 2).tolist()):
-        out.append(data[lo:hi].view(dtype).reshape(dims[starts[k]:starts[k + 1]]))
-    return out
-
-
-def _ragged_packed(parts, dtype):
-    """A gathered Ragged batch as ``(values, offsets, shapes)``: record ``i`` is
-    ``values[offsets[i]:offsets[i + 1]].reshape(shapes[i][shapes[i] >= 0])``."""
-    words, nbytes, spans, dims, dim_starts = parts
-    n = len(dim_starts) - 1
-    data = words.view(_U8)[:nbytes]
-    spans = spans.reshape(-1, 2)
-    itemsize = dtype.itemsize
-    lengths = spans[:, 1] - spans[:, 0]
-    contiguous = n == 0 or (
-        spans[0, 0] == 0 and np.array_equal(spans[1:, 0], spans[:-1, 1])
-    )
-    if contiguous:
-        values = data[:int(spans[-1, 1]) if n else 0].view(dtype)
-    else:
-        # Padding between records (dtypes whose size is not a power of two):
-        # pack them (the only copy this form makes).
-        values = np.concatenate(
-            [data[lo:hi] for lo, hi in spans.tolist()] or [data[:0]]
-        ).view(dtype)
-    offsets = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(lengths // itemsize, out=offsets[1:])
-    ranks = np.diff(dim_starts.astype(np.int64))
-    rank = int(ranks.max()) if n else 0
-    if n and int(ranks.min()) == rank:
-        shapes = dims.astype(np.int64).reshape(n, rank)
-    else:
-        shapes = np.full((n, rank), -1, dtype=np.int64)
-        flat = dims.astype(np.int64)
-        for k in range(n):
-            shapes[k, :ranks[k]] = flat[dim_starts[k]:dim_starts[k + 1]]
-    return values, offsets, shapes
-
-
 def _explain_schema(message, dense):
     """Add loaderx's words for a schema it would also reject."""
     expected = ["dtype", "item_shape"] if dense else ["dtype"]
@@ -373,7 +324,7 @@ class Dense(_Base):
         if idxs.size * self._row_bytes >= _POOLED:
             # Big batches: into a recycled Rust buffer whose pages are already
             # resident (no page faults, no kernel zeroing); the array owns it.
-            return self._store.gather_dense_pooled(idxs).view(self.dtype).reshape(shape)
+            return self._store.gather_dense_pooled(idxs)
         # NumPy allocates (uninitialised) and the Rust reader decodes straight
         # into it: no copy, and the array owns its memory.
         values = np.empty(shape, dtype=self.dtype)
@@ -440,7 +391,7 @@ class Ragged(_Base):
         store.append_ragged(records, self.dtype)
 
     def _gather(self, idxs):
-        return _ragged_records(self._store.gather_ragged(idxs), self.dtype)
+        return self._store.gather_ragged(idxs, False)
 
     def gather(self, indices, packed=False):
         """Gather the records at ``indices``: a list of arrays (as
@@ -450,7 +401,4 @@ class Ragged(_Base):
         ``values[offsets[i]:offsets[i + 1]]``, and ``shapes`` int64 ``(n,
         max_rank)``, each row a record's shape padded with -1."""
         self._require_store(False)
-        parts = self._store.gather_ragged(self._idxs(indices))
-        if packed:
-            return _ragged_packed(parts, self.dtype)
-        return _ragged_records(parts, self.dtype)
+        return self._store.gather_ragged(self._idxs(indices), bool(packed))
