@@ -1,11 +1,12 @@
-//! Big batches in recycled buffers.
+//! Batches in recycled buffers.
 //!
 //! A fresh buffer of many MiB costs a page fault per page and the kernel
 //! zeroes every page before the reader writes it: a second pass over memory
 //! that a gather of 256 images (37 MiB) pays on every call (measured at 15%
-//! of a Dense zstd image gather, 29% of a Ragged one). So a batch of at least
-//! [`MIN_POOLED`] bytes is gathered into a buffer that a previous, already
-//! dropped batch used: its pages are resident, nothing is zeroed. The arrays
+//! of a Dense zstd image gather, 29% of a Ragged one); a fresh Rust buffer
+//! of a smaller batch is zeroed by `calloc` from the heap. So a batch of at
+//! least [`MIN_POOLED`] bytes is gathered into a buffer that a previous,
+//! already dropped batch used: its pages are resident, nothing is zeroed. The arrays
 //! NumPy gets own the buffer through a [`Pooled`] base object, whose drop puts
 //! the buffer back. The pool keeps at most [`KEEP`] buffers and [`KEEP_BYTES`]
 //! bytes; arrays a user keeps alive keep their buffer out of it, so memory is
@@ -14,8 +15,9 @@
 use pyo3::prelude::*;
 use std::sync::{Mutex, PoisonError};
 
-/// Batches smaller than this use the allocator (its heap reuses memory).
-pub const MIN_POOLED: usize = 4 << 20;
+/// Buffers smaller than this are left to the allocator (zeroing a few KiB
+/// costs less than the pool's lock).
+pub const MIN_POOLED: usize = 64 << 10;
 /// Buffers kept for reuse.
 const KEEP: usize = 4;
 /// Bytes kept for reuse, at most.

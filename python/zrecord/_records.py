@@ -29,7 +29,9 @@ _NUMPY_MAX_NDIMS = 64 if int(np.__version__.split(".", 1)[0]) >= 2 else 32
 _MAX_UINT64 = np.iinfo(np.uint64).max
 _MAX_INTP = np.iinfo(np.intp).max
 _U8 = np.dtype(np.uint8)
-_POOLED = 4 << 20  # zrecord._native's pool::MIN_POOLED
+# Dense batches this big go to recycled Rust buffers (smaller ones: np.empty,
+# which NumPy's heap serves without zeroing).
+_POOLED = 4 << 20
 
 # Dictionary sizing presets, exactly loaderx's: a tier names both the
 # dictionary's size and how many bytes of records train it.
