@@ -3,7 +3,7 @@
 The argument checks, error types and result shapes are loaderx's (its
 ``loaderx/zrecord.py``, MIT licensed); reading, writing and decoding are
 zrecord's Rust library (``zrecord._native``), which releases the GIL for every
-gather and append and hands each gathered Dense batch to NumPy without a copy.
+gather and append and hands each gathered batch to NumPy without a copy.
 
 Beyond loaderx: ``open`` also takes ``http://`` and ``https://`` URLs;
 ``gather(indices, out=None)`` fills a caller's array; ``Ragged.gather(...,
@@ -359,7 +359,9 @@ class Dense(_Base):
 
 class Ragged(_Base):
     """Variable-shape records: a gather returns a list of arrays, each with
-    the shape it was written with (views of one allocation per batch).
+    the shape it was written with: writable views of the one buffer the Rust
+    reader wrote each record into (no copy; recycled for a later gather once
+    none of them is alive).
 
     ``gather(indices, packed=True)`` returns ``(values, offsets, shapes)``
     instead, with no Python object per record. Append takes an iterable of
