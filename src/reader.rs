@@ -454,7 +454,7 @@ impl Store {
         for (k, loc) in locs.iter().enumerate() {
             plan.place_ragged(k, src(loc), &mut at, batch)?;
         }
-        batch.data.resize(at);
+        batch.data.reuse(at);
         let spans = std::mem::take(&mut batch.spans);
         // A checked gather hashes each record as it copies it.
         let copy = |k: usize, dst: &mut [u8]| plan.copy_raw(k, src(&locs[k]), dst);
@@ -473,7 +473,7 @@ impl Store {
         batch: &mut RaggedBatch,
     ) -> Result<()> {
         let total = plan.ragged_slots(locs, slots)?;
-        batch.data.resize(total);
+        batch.data.reuse(total);
         let decode = |k: usize, dst: &mut [u8]| self.read_record(mem, plan, k, &locs[k], dst, &[]);
         for_each_span(batch.data.as_mut_slice(), slots, self.parallel(total, plan.len()), &decode)?;
         plan.finish_ragged(slots, batch)

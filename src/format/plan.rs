@@ -212,7 +212,7 @@ impl<'a> GatherPlan<'a> {
     }
 
     /// Where each record of a Ragged gather decodes before [`GatherPlan::finish_ragged`]
-    /// packs them (`slots`, cleared first), and the buffer size they need.
+    /// finishes the batch (`slots`, cleared first), and the buffer size they need.
     /// Call only with checked locations.
     ///
     /// # Errors
@@ -305,8 +305,9 @@ impl<'a> GatherPlan<'a> {
         }
     }
 
-    /// Pack a Ragged batch whose records were decoded into their `slots`:
-    /// parse each shape prefix and move each payload to its aligned place.
+    /// Finish a Ragged batch whose records were decoded into their `slots`:
+    /// parse each shape prefix and, unless the batch allows gaps, move each
+    /// payload to its packed, aligned place.
     ///
     /// # Errors
     /// `CorruptRecord` for a prefix that does not fit its record.
