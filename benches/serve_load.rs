@@ -9,8 +9,9 @@
 //! busy machine hurts both alike; req/s is the median over rounds, and the
 //! ratio to nginx the median of per-round ratios. The servers' CPU time per
 //! answer (from /proc) is reported too: on a shared machine it is steadier
-//! than req/s. Every answer is checked: a status other than 206, a wrong
-//! body or a failed connection is an error.
+//! than req/s. So is the client's own, which shows whether one server costs
+//! the (identical) client more than the other. Every answer is checked: a
+//! status other than 206, a wrong body or a failed connection is an error.
 //!
 //! Before the load, on fresh servers: the memory 1,000 idle connections cost
 //! each, resident memory before and after 1,000 keep-alive connections that
@@ -109,19 +110,7 @@ impl Server {
 
     /// CPU time the server has used (user + system, all threads), in seconds.
     fn cpu_secs(&self) -> f64 {
-        let ticks: u64 = self
-            .pids()
-            .iter()
-            .map(|p| {
-                let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default();
-                // Fields after the command name: state is field 3, utime 14, stime 15.
-                let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
-                let f: Vec<&str> = rest.split_whitespace().collect();
-                f.get(11).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0)
-                    + f.get(12).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0)
-            })
-            .sum();
-        ticks as f64 / 100.0
+        self.pids().iter().map(|p| proc_cpu_secs(p)).sum()
     }
 
     /// Resident memory of the server, in bytes.
@@ -139,6 +128,18 @@ impl Server {
             })
             .sum()
     }
+}
+
+/// CPU time (user + system, all threads) of process `pid` (`self` for this
+/// one), in seconds, from `/proc/PID/stat`; 0 if it cannot be read.
+fn proc_cpu_secs(pid: &str) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command name: state is field 3, utime 14, stime 15.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = f.get(11).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0)
+        + f.get(12).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+    ticks as f64 / 100.0
 }
 
 fn start_zrecord(root: &Path) -> Server {
@@ -256,6 +257,8 @@ struct Sample {
     secs: f64,
     /// Server CPU seconds spent.
     cpu: f64,
+    /// CPU seconds the load client (this process) spent.
+    client_cpu: f64,
     /// req/s of each round.
     rounds: Vec<f64>,
     /// Latency of every correct answer, in microseconds.
@@ -269,6 +272,7 @@ impl Sample {
         self.errors += o.errors;
         self.secs += o.secs;
         self.cpu += o.cpu;
+        self.client_cpu += o.client_cpu;
         self.lat_us.extend(o.lat_us);
     }
 
@@ -284,6 +288,11 @@ impl Sample {
     /// Server CPU time per answer, in microseconds.
     fn cpu_us(&self) -> f64 {
         self.cpu * 1e6 / self.ok as f64
+    }
+
+    /// The load client's CPU time per answer, in microseconds.
+    fn client_cpu_us(&self) -> f64 {
+        self.client_cpu * 1e6 / self.ok as f64
     }
 
     fn pct_ms(&mut self, p: f64) -> f64 {
@@ -422,9 +431,10 @@ fn main() {
             let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
             for k in order {
                 let seed = (clients * 1000 + round) as u64;
-                let cpu0 = servers[k].cpu_secs();
+                let (cpu0, client0) = (servers[k].cpu_secs(), proc_cpu_secs("self"));
                 let mut s = rt.block_on(drive(servers[k].addr, clients, args.secs, Arc::clone(&data), seed));
                 s.cpu = servers[k].cpu_secs() - cpu0;
+                s.client_cpu = proc_cpu_secs("self") - client0;
                 samples[k].add(s);
             }
         }
@@ -433,9 +443,9 @@ fn main() {
 
     println!();
     println!(
-        "| clients | server | req/s | p50 ms | p99 ms | errors | server CPU µs/req | req/s vs nginx | p99 vs nginx | CPU/req vs nginx |"
+        "| clients | server | req/s | p50 ms | p99 ms | errors | server CPU µs/req | client CPU µs/req | req/s vs nginx | p99 vs nginx | CPU/req vs nginx |"
     );
-    println!("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     let mut failed = Vec::new();
     let mut wrong = 0;
     for (clients, mut samples) in rows {
@@ -454,11 +464,12 @@ fn main() {
                 ["–".into(), "–".into(), "–".into()]
             };
             println!(
-                "| {clients} | {} | {:.0} | {p50:.2} | {p99:.2} | {} | {:.1} | {} | {} | {} |",
+                "| {clients} | {} | {:.0} | {p50:.2} | {p99:.2} | {} | {:.1} | {:.1} | {} | {} | {} |",
                 servers[k].name,
                 s.median_rps(),
                 s.errors,
                 s.cpu_us(),
+                s.client_cpu_us(),
                 ratios[0],
                 ratios[1],
                 ratios[2]

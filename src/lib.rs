@@ -7,6 +7,7 @@
 #![warn(missing_docs)]
 
 pub mod batch;
+mod checksum;
 pub mod codec;
 pub mod error;
 pub mod format;

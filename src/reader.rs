@@ -13,7 +13,7 @@ use crate::format::{
 };
 use crate::records::Records;
 use crate::source::{mmap::MmapSource, pread::PreadSource, ByteSource};
-use crate::{Error, Result};
+use crate::{sys, Error, Result};
 use rayon::prelude::*;
 use std::cell::RefCell;
 use std::fs::{File, TryLockError};
@@ -68,8 +68,14 @@ const MAX_OWNED_TABLE: u64 = 256 << 20;
 /// (raw copies are cheap, so they need more work to pay for the hand-off).
 const PAR_BYTES_RAW: usize = 4 << 20;
 const PAR_BYTES_ZSTD: usize = 128 << 10;
-/// Rows whose locations a Dense gather resolves ahead of copying.
-const LOOKAHEAD: usize = 16;
+/// Rows of a Dense gather one task copies when the gather fans out.
+const ROWS_PER_TASK: usize = 64;
+/// How far ahead of its copy a Dense row's bytes are asked for (see
+/// [`prefetch_ahead`]).
+const PREFETCH_ROWS: usize = 8;
+/// Bytes of each record (and its checksum) asked for ahead of the copy: all
+/// of a small record; the hardware prefetcher follows a long one's stream.
+const PREFETCH_BYTES: u32 = 4096;
 
 /// An open store, safe to share between threads (`&Store` gathers concurrently).
 ///
@@ -341,7 +347,8 @@ impl Store {
         })
     }
 
-    /// Decode record `k` of `plan`, at checked `loc`, into `dst`.
+    /// Decode record `k` of `plan`, at checked `loc`, into `dst` (`ahead`:
+    /// see [`GatherPlan::decode_ahead`]).
     #[inline(always)]
     fn read_record(
         &self,
@@ -350,10 +357,11 @@ impl Store {
         k: usize,
         loc: &RecordLoc,
         dst: &mut [u8],
+        ahead: &[u8],
     ) -> Result<()> {
         match mem.data {
             // The location is checked: `offset + phys_length <= tail_offset`.
-            Some(d) => plan.decode(k, &d[loc.offset as usize..loc.end() as usize], dst),
+            Some(d) => plan.decode_ahead(k, &d[loc.offset as usize..loc.end() as usize], dst, ahead),
             None if self.codec() == Codec::Raw => {
                 self.data.read_exact_at(loc.offset, dst).map_err(|e| self.io_err(StoreFile::Data, e))
             }
@@ -370,12 +378,21 @@ impl Store {
         locs: &mut Vec<RecordLoc>,
     ) -> Result<()> {
         locs.clear();
-        for (k, &i) in plan.indices().iter().enumerate() {
+        let idx = plan.indices();
+        for (k, &i) in idx.iter().enumerate() {
+            if let (Some(table), Some(&ahead)) = (mem.table, idx.get(k + 2 * PREFETCH_ROWS)) {
+                sys::prefetch(table_entry(table, ahead));
+            }
             let loc = match mem.table {
                 Some(t) => RecordLoc::from_table(t, i as usize),
                 None => self.loc_at(i)?,
             };
             plan.check_loc(k, &loc)?;
+            // Its bytes are read after every location is checked: ask now.
+            if let Some(data) = mem.data {
+                sys::prefetch(stored_head(data, &loc));
+                sys::prefetch(plan.expected_entry(i).unwrap_or_default());
+            }
             if let Some(head) = plan.frame_head(&loc) {
                 self.with_stored(head, |bytes| plan.check_frame_head(k, &loc, bytes))?;
             }
@@ -384,9 +401,12 @@ impl Store {
         Ok(())
     }
 
+    /// Whether a batch of `n` records, `total_bytes` decoded, fans out
+    /// across threads. Raw records cost about a copy, checked or not (a
+    /// checked gather hashes while it copies, see `checksum.rs`), so they
+    /// need more work to pay for the hand-off.
     fn parallel(&self, total_bytes: usize, n: usize) -> bool {
-        // Checking raw records hashes every byte: work enough to share.
-        let cheap = self.codec() == Codec::Raw && self.sums.is_none();
+        let cheap = self.codec() == Codec::Raw;
         let threshold = if cheap { PAR_BYTES_RAW } else { PAR_BYTES_ZSTD };
         n > 1 && total_bytes >= threshold && rayon::current_num_threads() > 1
     }
@@ -398,44 +418,24 @@ impl Store {
             return Ok(());
         }
         let mem = self.in_memory();
-        // Random rows miss the cache one after the other, and each copy first
-        // waits for its location. Resolving a block of locations (and touching
-        // each row's first byte) before copying issues those misses together,
-        // so they overlap instead of queueing.
-        let block = |(b, outs): (usize, &mut [u8])| -> Result<()> {
-            let first = b * LOOKAHEAD;
-            let idx = &plan.indices()[first..(first + LOOKAHEAD).min(plan.len())];
-            let mut locs = [RecordLoc::default(); LOOKAHEAD];
-            match (mem.table, mem.data) {
-                (Some(table), Some(data)) => {
-                    for (loc, &i) in locs.iter_mut().zip(idx) {
-                        *loc = RecordLoc::from_table(table, i as usize);
-                        if let Some(&b) = data.get(loc.offset as usize) {
-                            std::hint::black_box(b);
-                        }
-                    }
-                }
-                (Some(table), None) => {
-                    for (loc, &i) in locs.iter_mut().zip(idx) {
-                        *loc = RecordLoc::from_table(table, i as usize);
-                    }
-                }
-                _ => {
-                    for (loc, &i) in locs.iter_mut().zip(idx) {
-                        *loc = self.loc_at(i)?;
-                    }
-                }
-            }
-            for (j, (dst, loc)) in outs.chunks_mut(row).zip(&locs).enumerate() {
-                plan.check_loc(first + j, loc)?;
-                self.read_record(&mem, plan, first + j, loc, dst)?;
+        let task = |(t, outs): (usize, &mut [u8])| -> Result<()> {
+            let first = t * ROWS_PER_TASK;
+            let idx = &plan.indices()[first..first + outs.len() / row];
+            for (j, dst) in outs.chunks_mut(row).enumerate() {
+                let ahead = prefetch_ahead(&mem, plan, idx, j);
+                let loc = match mem.table {
+                    Some(table) => RecordLoc::from_table(table, idx[j] as usize),
+                    None => self.loc_at(idx[j])?,
+                };
+                plan.check_loc(first + j, &loc)?;
+                self.read_record(&mem, plan, first + j, &loc, dst, ahead)?;
             }
             Ok(())
         };
         if self.parallel(out.len(), plan.len()) {
-            out.par_chunks_mut(LOOKAHEAD * row).enumerate().try_for_each(block)
+            out.par_chunks_mut(ROWS_PER_TASK * row).enumerate().try_for_each(task)
         } else {
-            out.chunks_mut(LOOKAHEAD * row).enumerate().try_for_each(block)
+            out.chunks_mut(ROWS_PER_TASK * row).enumerate().try_for_each(task)
         }
     }
 
@@ -454,16 +454,10 @@ impl Store {
         for (k, loc) in locs.iter().enumerate() {
             plan.place_ragged(k, src(loc), &mut at, batch)?;
         }
-        batch.data.resize(at);
+        batch.data.reuse(at);
         let spans = std::mem::take(&mut batch.spans);
-        // A checked gather hashes each record where it copies it: across
-        // threads, and while its bytes are in cache.
-        let copy = |k: usize, dst: &mut [u8]| {
-            let record = src(&locs[k]);
-            plan.check_stored(k, record)?;
-            dst.copy_from_slice(&record[record.len() - dst.len()..]);
-            Ok(())
-        };
+        // A checked gather hashes each record as it copies it.
+        let copy = |k: usize, dst: &mut [u8]| plan.copy_raw(k, src(&locs[k]), dst);
         let result = for_each_span(batch.data.as_mut_slice(), &spans, self.parallel(at, plan.len()), &copy);
         batch.spans = spans;
         result
@@ -479,8 +473,8 @@ impl Store {
         batch: &mut RaggedBatch,
     ) -> Result<()> {
         let total = plan.ragged_slots(locs, slots)?;
-        batch.data.resize(total);
-        let decode = |k: usize, dst: &mut [u8]| self.read_record(mem, plan, k, &locs[k], dst);
+        batch.data.reuse(total);
+        let decode = |k: usize, dst: &mut [u8]| self.read_record(mem, plan, k, &locs[k], dst, &[]);
         for_each_span(batch.data.as_mut_slice(), slots, self.parallel(total, plan.len()), &decode)?;
         plan.finish_ragged(slots, batch)
     }
@@ -598,6 +592,66 @@ where
         a.and(b)
     }
     split(buf, 0, 0, spans, parallel, f)
+}
+
+/// Random rows miss the cache one after the other. Before copying row `j` of
+/// `idx`, ask for what later rows need: row `j + PREFETCH_ROWS`'s stored
+/// bytes and checksum entry, row `j + 2 * PREFETCH_ROWS`'s location (so that
+/// one is in cache when its bytes are asked for). The misses then overlap
+/// the copying and hashing of the rows before them instead of stalling it.
+/// Row 0 also asks for the first rows'. Only for a store in memory.
+///
+/// Returns the stored bytes of row `j + PREFETCH_ROWS` when the plan asks
+/// for them itself while it decodes row `j` (checked raw rows: spread over
+/// the hash, the requests do not stall it), else nothing.
+#[inline(always)]
+fn prefetch_ahead<'d>(mem: &InMemory<'d>, plan: &GatherPlan<'_>, idx: &[u64], j: usize) -> &'d [u8] {
+    let (Some(table), Some(data)) = (mem.table, mem.data) else {
+        return &[];
+    };
+    let by_plan = plan.fetches_ahead();
+    let stored = |i: u64| {
+        let head = stored_head(data, &RecordLoc::from_table(table, i as usize));
+        sys::prefetch(plan.expected_entry(i).unwrap_or_default());
+        if !by_plan {
+            sys::prefetch(head);
+        }
+        head
+    };
+    if j == 0 {
+        idx.iter().take(2 * PREFETCH_ROWS).for_each(|&i| sys::prefetch(table_entry(table, i)));
+        idx.iter()
+            .take(PREFETCH_ROWS)
+            .for_each(|&i| sys::prefetch(stored_head(data, &RecordLoc::from_table(table, i as usize))));
+    }
+    if let Some(&i) = idx.get(j + 2 * PREFETCH_ROWS) {
+        sys::prefetch(table_entry(table, i));
+    }
+    match idx.get(j + PREFETCH_ROWS) {
+        Some(&i) => {
+            let head = stored(i);
+            if by_plan {
+                head
+            } else {
+                &[]
+            }
+        }
+        None => &[],
+    }
+}
+
+/// Record `i`'s location entry in `table` (empty when out of range).
+fn table_entry(table: &[u8], i: u64) -> &[u8] {
+    let entry = LOC_SIZE as usize;
+    table.get(i as usize * entry..(i as usize + 1) * entry).unwrap_or_default()
+}
+
+/// The first `PREFETCH_BYTES` stored bytes of `loc` in `data`, for a
+/// prefetch (the location is not validated yet: empty when out of range).
+fn stored_head<'d>(data: &'d [u8], loc: &RecordLoc) -> &'d [u8] {
+    let start = usize::try_from(loc.offset).unwrap_or(usize::MAX);
+    let len = loc.phys_length.min(PREFETCH_BYTES) as usize;
+    data.get(start..start.saturating_add(len)).unwrap_or_default()
 }
 
 /// In-memory views of a store's files (see [`Store::in_memory`]).

@@ -43,11 +43,11 @@ cfg_if::cfg_if! {
         /// `pwrite`s went from 5.0 to 7.4 GB/s, and in 512 KiB ones from 4.8 to
         /// 6.6 GB/s; at 64 KiB there is no gain left.
         pub fn allocate(file: &File, offset: u64, len: u64) {
-            #[cfg(any(target_os = "linux", target_os = "android"))]
+            #[cfg(target_os = "linux")]
             {
                 let _ = rustix::fs::fallocate(file, rustix::fs::FallocateFlags::empty(), offset, len);
             }
-            #[cfg(not(any(target_os = "linux", target_os = "android")))]
+            #[cfg(not(target_os = "linux"))]
             let _ = (file, offset, len);
         }
 
@@ -89,6 +89,25 @@ cfg_if::cfg_if! {
         /// No inode number here: ETags use size and time alone.
         pub fn inode(_meta: &Metadata) -> u64 {
             0
+        }
+    }
+}
+
+/// Ask the CPU to start loading every cache line of `bytes`; a hint, no
+/// fault and no wait. Random records issued this way ahead of their copy
+/// arrive together instead of one miss after the other.
+#[inline(always)]
+#[allow(unsafe_code)]
+pub fn prefetch(bytes: &[u8]) {
+    cfg_if::cfg_if! {
+        if #[cfg(target_arch = "x86_64")] {
+            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+            for line in bytes.chunks(64) {
+                // SAFETY: a prefetch of a valid address has no effect but on caches.
+                unsafe { _mm_prefetch::<_MM_HINT_T0>(line.as_ptr().cast()) };
+            }
+        } else {
+            let _ = bytes;
         }
     }
 }

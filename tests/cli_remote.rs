@@ -237,7 +237,7 @@ fn verify_over_http_passes_fixtures_and_names_damaged_records() {
         let url = format!("{origin}/{}/", f.name);
         let text = ok(&[&"verify", &url]);
         assert!(text.contains(": ok: ") && text.contains("0 problems, 0 warnings"), "{}: {text}", f.name);
-        assert!(text.contains("note: not checked over HTTP: files other than"), "{text}");
+        assert!(text.contains("note: not checked remotely: files other than"), "{text}");
         let v: Value = serde_json::from_str(&ok(&[&"verify", &"--json", &url])).unwrap();
         assert_eq!((v["ok"].as_bool(), v["len"].as_u64()), (Some(true), Some(f.len)), "{}", f.name);
         assert_eq!(v["not_checked"].as_array().unwrap().len(), 2);

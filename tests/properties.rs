@@ -9,7 +9,7 @@ use common::fixtures_dir;
 use proptest::collection::vec;
 use proptest::prelude::*;
 use std::path::Path;
-use zrecord::batch::Batch;
+use zrecord::batch::{AlignedBytes, Batch, RaggedBatch};
 use zrecord::source::memory::MemorySource;
 use zrecord::train::{train_from_samples, Tier};
 use zrecord::Records;
@@ -179,10 +179,25 @@ fn check_store(case: &Case, store: &Store, what: &str) {
     assert!(singles == case.records, "{what}: records differ from what was written");
     // One batch reused across gathers of different sizes.
     let mut reuse = Batch::Dense(zrecord::DenseBatch::new(store.dtype().clone()));
+    // A Ragged batch that may leave gaps (each record where it was decoded),
+    // over a recycled buffer of stale bytes, too small at first.
+    let mut gapped = RaggedBatch::with_buffer(AlignedBytes::copy_of(&[0xA5; 40]));
+    gapped.set_packed(false);
+    let mut gapped = Batch::Ragged(gapped);
     for indices in case.gathers.iter().chain([&(0..store.len()).rev().collect::<Vec<_>>(), &vec![]]) {
-        let got = read_gather(store, indices, &mut reuse);
         let want: Vec<&Record> = indices.iter().map(|&i| &singles[i as usize]).collect();
-        assert!(got.iter().eq(want), "{what}: gather {indices:?} differs from per-record reads");
+        let got = read_gather(store, indices, &mut reuse);
+        assert!(
+            got.iter().eq(want.iter().copied()),
+            "{what}: gather {indices:?} differs from per-record reads"
+        );
+        if case.item_shape.is_none() {
+            let got = read_gather(store, indices, &mut gapped);
+            assert!(
+                got.iter().eq(want),
+                "{what}: gather {indices:?} with gaps differs from per-record reads"
+            );
+        }
     }
 }
 
@@ -257,5 +272,44 @@ fn every_dtype_with_every_codec() {
             };
             run(&ragged);
         }
+    }
+}
+
+/// A compressed Ragged gather into a batch that allows gaps writes each
+/// record once, where it was decoded: its shape prefix stays in the gap
+/// before its payload (so no payload was moved), and every payload is still
+/// aligned for the dtype, whatever its rank. A packed batch of the same
+/// gather holds the payloads back to back.
+#[test]
+fn gaps_leave_compressed_records_where_they_were_decoded() {
+    let tmp = tempfile::tempdir().unwrap();
+    let records: Vec<Record> = (0..40u8)
+        .map(|i| {
+            let shape: Vec<u64> = (0..i % 4).map(|d| u64::from(d + i % 3 + 1)).collect();
+            let items: u64 = shape.iter().product();
+            (shape, (0..items * 8).map(|j| i.wrapping_mul(31) ^ j as u8).collect())
+        })
+        .collect();
+    let case =
+        Case { dtype: "<f8", item_shape: None, records, codec: Codec::Zstd, cuts: vec![], gathers: vec![] };
+    write(&case, tmp.path(), options(&case), &[0, case.records.len()]);
+    let store = Store::open(tmp.path()).unwrap();
+    let indices: Vec<u64> = (0..40).rev().chain(0..40).collect();
+    let mut gapped = RaggedBatch::default();
+    gapped.set_packed(false);
+    store.gather_ragged_into(&indices, &mut gapped).unwrap();
+    let packed = store.gather_ragged(&indices).unwrap();
+    let mut end = 0;
+    for (k, &i) in indices.iter().enumerate() {
+        let (shape, bytes) = &case.records[i as usize];
+        assert_eq!(gapped.record(k), (shape.as_slice(), bytes.as_slice()));
+        assert_eq!(packed.record(k), (shape.as_slice(), bytes.as_slice()));
+        let span = gapped.spans()[k].clone();
+        assert_eq!(span.start % 8, 0, "record {k}'s payload is 8-byte aligned");
+        let prefix = zrecord::format::ragged::prefix_len(shape.len());
+        assert!(span.start >= end + prefix, "record {k}'s prefix lies in the gap before it");
+        assert_eq!(gapped.values()[span.start - prefix], shape.len() as u8, "and is its shape prefix");
+        end = span.end;
+        assert_eq!(packed.spans()[k].start, k.checked_sub(1).map_or(0, |p| packed.spans()[p].end));
     }
 }

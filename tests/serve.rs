@@ -267,6 +267,73 @@ fn etag_is_stable_and_changes_with_the_file() {
     assert!(e4 != e3 && e4 != e1);
 }
 
+/// The server keeps files open between requests: a file replaced by a
+/// rename, deleted, or whose path became a symlink out of the root must not
+/// be answered from the file it held.
+#[cfg(unix)]
+#[test]
+fn a_replaced_deleted_or_relinked_file_is_not_served_from_the_kept_one() {
+    let outer = tempfile::tempdir().unwrap();
+    let root = outer.path().join("root");
+    std::fs::create_dir_all(root.join("s")).unwrap();
+    std::fs::write(outer.path().join("secret.txt"), b"TOP SECRET").unwrap();
+    let file = root.join("s/data.zr");
+    std::fs::write(&file, b"first").unwrap();
+    let server = start(&root);
+    let mut conn = Conn::open(server.addr());
+    let r1 = conn.get("/s/data.zr", &[]);
+    assert_eq!(r1.body, b"first");
+    assert_eq!(conn.get("/s/data.zr", &[("Range", "bytes=1-2")]).body, b"ir");
+    // Replaced by a rename (a new inode at the same path).
+    std::fs::write(root.join("s/data.zr.tmp"), b"second!").unwrap();
+    std::fs::rename(root.join("s/data.zr.tmp"), &file).unwrap();
+    let r2 = conn.get("/s/data.zr", &[]);
+    assert_eq!(r2.body, b"second!");
+    assert_ne!(r1.header("ETag"), r2.header("ETag"));
+    let stale = r1.header("ETag").unwrap();
+    assert_eq!(conn.get("/s/data.zr", &[("If-Match", stale)]).status, 412);
+    // Deleted, then back.
+    std::fs::remove_file(&file).unwrap();
+    assert_eq!(conn.get("/s/data.zr", &[]).status, 404);
+    std::fs::write(&file, b"third").unwrap();
+    assert_eq!(conn.get("/s/data.zr", &[]).body, b"third");
+    // The path turned into a symlink out of the root.
+    std::fs::remove_file(&file).unwrap();
+    std::os::unix::fs::symlink(outer.path().join("secret.txt"), &file).unwrap();
+    let r = conn.get("/s/data.zr", &[]);
+    assert!(r.status == 403 || r.status == 404, "{}", r.status);
+    assert!(!String::from_utf8_lossy(&r.body).contains("SECRET"));
+    // A directory on the path turned into a symlink out of the root.
+    std::fs::remove_file(&file).unwrap();
+    std::fs::write(&file, b"fourth").unwrap();
+    assert_eq!(conn.get("/s/data.zr", &[]).body, b"fourth");
+    std::fs::create_dir(outer.path().join("elsewhere")).unwrap();
+    std::fs::write(outer.path().join("elsewhere/data.zr"), b"TOP SECRET").unwrap();
+    std::fs::rename(root.join("s"), outer.path().join("old-s")).unwrap();
+    std::os::unix::fs::symlink(outer.path().join("elsewhere"), root.join("s")).unwrap();
+    let r = conn.get("/s/data.zr", &[]);
+    assert!(r.status == 403 || r.status == 404, "{}", r.status);
+    assert!(!String::from_utf8_lossy(&r.body).contains("SECRET"));
+}
+
+/// Opening a FIFO for reading would wait for a writer; the server opens
+/// without blocking and serves only regular files.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_fifo_is_not_served_and_blocks_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let made = std::process::Command::new("mkfifo").arg(dir.path().join("pipe")).status();
+    if !made.is_ok_and(|s| s.success()) {
+        eprintln!("skipped: no mkfifo");
+        return;
+    }
+    std::fs::write(dir.path().join("ok.txt"), b"fine").unwrap();
+    let server = serve::start(ServeConfig { threads: 1, ..ServeConfig::new(dir.path()) }).unwrap();
+    let mut conn = Conn::open(server.addr());
+    assert_eq!(conn.get("/pipe", &[]).status, 404);
+    assert_eq!(conn.get("/ok.txt", &[]).body, b"fine");
+}
+
 #[test]
 fn conditional_requests() {
     let server = start(FIXTURES);

@@ -1,85 +1,152 @@
-//! Gathered batches handed to NumPy without copying the payload:
-//! `PyArray1::from_vec` makes NumPy the owner of the Rust allocation, and the
-//! Python side views it as the store's dtype and shape.
+//! Gathered batches handed to NumPy without copying the payload.
+//!
+//! A batch's buffer goes into a [`Payload`]: a [`Pooled`] owner (whose drop
+//! recycles big buffers, see `pool`) and the arrays that view it, made here
+//! with the store's dtype and each record's shape. A Ragged batch becomes
+//! loaderx's list of per-record arrays in one loop of NumPy C-API calls (one
+//! Python object per record; the loop in Python made three and cost more
+//! than decoding token frames), or the packed `(values, offsets, shapes)`.
 
-use numpy::{PyArray1, PyArrayMethods};
+use crate::pool::{self, Pooled};
+use numpy::npyffi::{self, npy_intp, NpyTypes, NPY_ARRAY_WRITEABLE, PY_ARRAY_API};
+use numpy::{PyArray1, PyArrayDescr, PyArrayDescrMethods, PyArrayMethods};
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use zrecord::{DenseBatch, RaggedBatch};
+use pyo3::types::PyList;
+use std::ops::Range;
+use zrecord::{AlignedBytes, DenseBatch, RaggedBatch};
 
-/// `(words, nbytes)`: the batch's allocation as a `uint64` array and how many
-/// of its bytes are records.
+/// Most dimensions an array can have (NumPy 2's limit; NumPy 1 refuses
+/// more than 32 itself).
+const MAX_DIMS: usize = 64;
+
+/// `(words, nbytes)`: a Dense batch's allocation as a `uint64` array and how
+/// many of its bytes are records (the loader's form).
 pub fn dense_out(py: Python<'_>, batch: DenseBatch) -> (Bound<'_, PyArray1<u64>>, usize) {
     let (words, len) = batch.into_bytes().into_words();
     (PyArray1::from_vec(py, words), len)
 }
 
-/// A Ragged batch for Python: `(words, nbytes, spans, dims, dim_starts)` —
-/// the payload allocation (as `dense_out`), each record's byte range
-/// (`(n, 2)` as a flat `[start0, end0, start1, ...]`), every record's shape
-/// concatenated, and where each record's shape starts in `dims` (`n + 1`).
-pub type RaggedParts<'py> = (
-    Bound<'py, PyArray1<u64>>,
-    usize,
-    Bound<'py, PyArray1<u64>>,
-    Bound<'py, PyArray1<u64>>,
-    Bound<'py, PyArray1<u64>>,
-);
-
-/// A Ragged batch's layout as flat arrays: each record's payload span
-/// (start, end pairs), every shape's dimensions back to back, and where each
-/// record's shape starts in them.
-fn layout(batch: &RaggedBatch) -> (Vec<u64>, Vec<u64>, Vec<u64>) {
-    let spans = batch.spans().iter().flat_map(|s| [s.start as u64, s.end as u64]).collect();
-    let mut dims = Vec::new();
-    let mut starts = Vec::with_capacity(batch.len() + 1);
-    starts.push(0u64);
-    for i in 0..batch.len() {
-        dims.extend_from_slice(batch.shape(i));
-        starts.push(dims.len() as u64);
-    }
-    (spans, dims, starts)
+/// A gathered buffer owned by Python, and the arrays that view it.
+pub struct Payload<'py> {
+    owner: Bound<'py, Pooled>,
+    ptr: *mut u8,
+    len: usize,
 }
 
-/// [`RaggedParts`] of a batch the caller keeps (a gather buffer it reuses):
-/// the payload is copied into a NumPy-allocated array (for big batches NumPy
-/// hints huge pages; a fresh Rust allocation of the same size costs a page
-/// fault per 4 KiB, zeroing and unmapping per call, measured at ~80% of a
-/// 38 MB image batch's time), on `threads` threads, without the GIL.
-pub fn ragged_copy_out<'py>(py: Python<'py>, batch: &RaggedBatch, threads: usize) -> RaggedParts<'py> {
-    let (spans, dims, starts) = layout(batch);
-    let src = batch.values();
-    let len = src.len();
-    let words = PyArray1::<u64>::zeros(py, len.div_ceil(8), false);
-    {
-        let mut rw = words.readwrite();
-        let dst = rw.as_slice_mut().expect("a new array is contiguous");
-        let dst = &mut bytemuck::cast_slice_mut::<u64, u8>(dst)[..len];
-        py.detach(|| {
-            if threads > 1 && len >= 4 << 20 {
-                let chunk = len.div_ceil(threads);
-                crate::fork::run(|| {
-                    use rayon::prelude::*;
-                    dst.par_chunks_mut(chunk)
-                        .zip(src.par_chunks(chunk))
-                        .for_each(|(d, s)| d.copy_from_slice(s));
-                });
-            } else {
-                dst.copy_from_slice(src);
+impl<'py> Payload<'py> {
+    /// Hand `bytes` (a batch's buffer) to a new [`Pooled`] owner.
+    pub fn new(py: Python<'py>, bytes: AlignedBytes) -> PyResult<Self> {
+        let (words, len) = bytes.into_words();
+        let (owner, ptr) = pool::owner(py, words)?;
+        Ok(Payload { owner, ptr, len })
+    }
+
+    /// Bytes `range` of the payload as an array of `descr` in `shape` (C
+    /// order, writable), whose base keeps the payload alive.
+    ///
+    /// # Errors
+    /// `ValueError` when the range is outside the payload or does not hold
+    /// exactly `shape` items (never for a batch the reader checked), or
+    /// NumPy's error for more dimensions than it supports.
+    pub fn view(
+        &self,
+        descr: &Bound<'py, PyArrayDescr>,
+        shape: &[u64],
+        range: Range<usize>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let py = self.owner.py();
+        let items = shape.iter().try_fold(1u64, |n, &d| n.checked_mul(d));
+        let fits = range.start <= range.end
+            && range.end <= self.len
+            && items.and_then(|n| n.checked_mul(descr.itemsize() as u64)) == Some(range.len() as u64);
+        if !fits || shape.len() > MAX_DIMS {
+            return Err(PyValueError::new_err(format!(
+                "record bytes {range:?} of a {}-byte batch cannot hold shape {shape:?} of {} bytes per item",
+                self.len,
+                descr.itemsize()
+            )));
+        }
+        let mut dims = [0 as npy_intp; MAX_DIMS];
+        for (d, &s) in dims.iter_mut().zip(shape) {
+            // Each dimension divides the range's length, so it fits.
+            *d = s as npy_intp;
+        }
+        // SAFETY: `range` lies inside the payload (checked above), which the
+        // `Pooled` owner keeps alive and never touches until its drop; the
+        // owner becomes the array's base object, so the array never outlives
+        // it. NumPy steals one reference to `descr` and one to the owner
+        // (released even when setting the base fails); the array holds
+        // exactly `shape` items of `descr` (checked above), and NumPy
+        // computes C-order strides and the contiguity and alignment flags.
+        #[allow(unsafe_code)]
+        unsafe {
+            let array = PY_ARRAY_API.PyArray_NewFromDescr(
+                py,
+                npyffi::get_type_object(py, NpyTypes::PyArray_Type),
+                descr.clone().into_dtype_ptr(),
+                shape.len() as std::os::raw::c_int,
+                dims.as_mut_ptr(),
+                std::ptr::null_mut(),
+                self.ptr.add(range.start).cast(),
+                NPY_ARRAY_WRITEABLE,
+                std::ptr::null_mut(),
+            );
+            let array = Bound::from_owned_ptr_or_err(py, array)?;
+            let base = self.owner.clone().into_any().into_ptr();
+            if PY_ARRAY_API.PyArray_SetBaseObject(py, array.as_ptr().cast(), base) < 0 {
+                return Err(PyErr::fetch(py));
             }
-        });
+            Ok(array)
+        }
     }
-    (words, len, PyArray1::from_vec(py, spans), PyArray1::from_vec(py, dims), PyArray1::from_vec(py, starts))
 }
 
-/// Split a Ragged batch into [`RaggedParts`].
-pub fn ragged_out(py: Python<'_>, batch: RaggedBatch) -> RaggedParts<'_> {
-    let (spans, dims, starts) = layout(&batch);
-    let (words, len) = batch.into_values().into_words();
-    (
-        PyArray1::from_vec(py, words),
-        len,
-        PyArray1::from_vec(py, spans),
-        PyArray1::from_vec(py, dims),
-        PyArray1::from_vec(py, starts),
-    )
+/// A gathered Ragged batch as loaderx's list of arrays, one per record, each
+/// its own shape, or when `packed` as `(values, offsets, shapes)`: `values`
+/// every record's items back to back (a view when the records are, a copy
+/// when the dtype's alignment padded them), `offsets` int64 `(n + 1,)` in
+/// items, `shapes` int64 `(n, max_rank)` padded with -1.
+pub fn ragged_out<'py>(
+    py: Python<'py>,
+    mut batch: RaggedBatch,
+    descr: &Bound<'py, PyArrayDescr>,
+    packed: bool,
+) -> PyResult<Bound<'py, PyAny>> {
+    if !packed {
+        let payload = Payload::new(py, batch.take_values())?;
+        let arrays = (0..batch.len())
+            .map(|k| payload.view(descr, batch.shape(k), batch.spans()[k].clone()))
+            .collect::<PyResult<Vec<_>>>()?;
+        return PyList::new(py, arrays).map(Bound::into_any);
+    }
+    let spans = batch.spans();
+    let itemsize = descr.itemsize().max(1);
+    let mut offsets = Vec::with_capacity(spans.len() + 1);
+    offsets.push(0i64);
+    for s in spans {
+        offsets.push(offsets[offsets.len() - 1] + (s.len() / itemsize) as i64);
+    }
+    let items = *offsets.last().unwrap_or(&0) as u64;
+    let rank = (0..batch.len()).map(|k| batch.shape(k).len()).max().unwrap_or(0);
+    let mut shapes = vec![-1i64; batch.len() * rank];
+    for (k, row) in shapes.chunks_mut(rank.max(1)).enumerate() {
+        for (d, &s) in row.iter_mut().zip(batch.shape(k)) {
+            *d = s as i64;
+        }
+    }
+    let values = if spans.windows(2).all(|w| w[0].end == w[1].start) {
+        let all = spans.first().map_or(0..0, |first| first.start..spans[spans.len() - 1].end);
+        Payload::new(py, batch.take_values())?.view(descr, &[items], all)?
+    } else {
+        let mut together = AlignedBytes::zeroed(items as usize * itemsize);
+        let mut at = 0;
+        for (_, bytes) in batch.iter() {
+            together.as_mut_slice()[at..at + bytes.len()].copy_from_slice(bytes);
+            at += bytes.len();
+        }
+        Payload::new(py, together)?.view(descr, &[items], 0..at)?
+    };
+    let shapes = PyArray1::from_vec(py, shapes).reshape([batch.len(), rank])?;
+    (values, PyArray1::from_vec(py, offsets), shapes).into_pyobject(py).map(Bound::into_any)
 }

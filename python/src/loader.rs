@@ -4,7 +4,7 @@
 use crate::arrays::{dense_out, ragged_out};
 use crate::errors::{zrecord_error, IntoPy};
 use crate::store::NativeStore;
-use numpy::{PyArray1, PyReadwriteArray1};
+use numpy::{PyArray1, PyArrayDescr, PyReadwriteArray1};
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -83,6 +83,10 @@ pub struct NativeLoader {
     /// Set by `close` before it takes the lock, so waiting `next` calls let go.
     closing: AtomicBool,
     pid: u32,
+    /// Each stream's dtype, for its Ragged batches' arrays.
+    descrs: Vec<Py<PyArrayDescr>>,
+    /// Ragged batches as `(values, offsets, shapes)` instead of lists.
+    packed: bool,
 }
 
 impl Drop for NativeLoader {
@@ -103,7 +107,7 @@ const POLL: Duration = Duration::from_millis(20);
 #[pymethods]
 impl NativeLoader {
     #[new]
-    #[pyo3(signature = (stores, batch_size, mode_code, seed, rank, world, workers, prefetch, start_step))]
+    #[pyo3(signature = (stores, batch_size, mode_code, seed, rank, world, workers, prefetch, start_step, packed))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -116,7 +120,10 @@ impl NativeLoader {
         workers: usize,
         prefetch: usize,
         start_step: u64,
+        packed: bool,
     ) -> PyResult<Self> {
+        let descrs =
+            stores.iter().map(|s| s.descr(py).map(|d| d.clone().unbind())).collect::<PyResult<_>>()?;
         let mut builder = Loader::builder()
             .batch_size(batch_size)
             .mode(mode(py, mode_code)?)
@@ -139,12 +146,14 @@ impl NativeLoader {
             loader: Mutex::new(Some(loader)),
             closing: AtomicBool::new(false),
             pid: std::process::id(),
+            descrs,
+            packed,
         })
     }
 
     /// The next step: `(step, indices, batches)`, one batch per store in
-    /// order, a Dense one as `(words, nbytes)` and a Ragged one as
-    /// `(words, nbytes, spans, dims, dim_starts)`. Waits without the GIL,
+    /// order, a Dense one as `(words, nbytes)` and a Ragged one as a list of
+    /// arrays (or `(values, offsets, shapes)` when the loader is `packed`). Waits without the GIL,
     /// checking for signals (Ctrl-C) every few milliseconds. `None` once closed.
     fn next<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyTuple>>> {
         if std::process::id() != self.pid {
@@ -177,10 +186,12 @@ impl NativeLoader {
                 Ok(Some(item)) => {
                     let (step, indices, batches) = item.py_err(py)?;
                     let out = PyList::empty(py);
-                    for batch in batches {
+                    for (batch, descr) in batches.into_iter().zip(&self.descrs) {
                         match batch {
                             Batch::Dense(b) => out.append(dense_out(py, b))?,
-                            Batch::Ragged(b) => out.append(ragged_out(py, b))?,
+                            Batch::Ragged(b) => {
+                                out.append(ragged_out(py, b, descr.bind(py), self.packed)?)?
+                            }
                         }
                     }
                     let indices = PyArray1::from_vec(py, indices);

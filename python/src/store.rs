@@ -1,15 +1,17 @@
 //! `NativeStore`: an open store (local directory or `http(s)://` URL) and its gathers.
 
-use crate::arrays::{ragged_copy_out, RaggedParts};
+use crate::arrays::{ragged_out, Payload};
 use crate::errors::IntoPy;
 use crate::fork::ForkSafe;
-use numpy::{PyArray1, PyReadonlyArray1, PyReadwriteArray1};
+use numpy::{PyArrayDescr, PyReadonlyArray1, PyReadwriteArray1};
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
 use pyo3::types::PyBytes;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use zrecord::format::Verify;
 use zrecord::remote::{HttpOptions, RemoteOptions, RemoteStore};
-use zrecord::{Geometry, RaggedBatch, Records};
+use zrecord::{AlignedBytes, Geometry, RaggedBatch, Records};
 
 /// Whether `path` names a remote store (HTTP or a bucket).
 pub fn is_url(path: &str) -> bool {
@@ -20,9 +22,11 @@ pub fn is_url(path: &str) -> bool {
 #[pyclass(frozen, module = "zrecord._native")]
 pub struct NativeStore {
     pub(crate) store: Arc<ForkSafe>,
-    /// Ragged gathers fill this batch (its buffers grow once and are reused)
-    /// and copy out; a concurrent gather finds it taken and uses a fresh one.
-    ragged: Mutex<RaggedBatch>,
+    /// The store's dtype as NumPy's, made once.
+    descr: PyOnceLock<Py<PyArrayDescr>>,
+    /// Bytes of the last Ragged batch: the size a recycled buffer is taken
+    /// for (a batch that needs more grows it, see `AlignedBytes::reuse`).
+    last_ragged: AtomicUsize,
 }
 
 #[pymethods]
@@ -44,7 +48,11 @@ impl NativeStore {
                 Ok(ForkSafe::new(Arc::new(zrecord::Store::open_with(&path, options)?), None))
             }
         });
-        Ok(NativeStore { store: Arc::new(opened.py_err(py)?), ragged: Mutex::default() })
+        Ok(NativeStore {
+            store: Arc::new(opened.py_err(py)?),
+            descr: PyOnceLock::new(),
+            last_ragged: AtomicUsize::new(0),
+        })
     }
 
     /// The name errors give the store (its path or URL).
@@ -89,26 +97,26 @@ impl NativeStore {
         self.store.len() as usize
     }
 
-    /// Gather Dense records into a recycled buffer (see `pool`): a `uint8`
-    /// array of `len(indices) * row_bytes` bytes that owns it.
+    /// Gather Dense records into a recycled buffer (see `pool`): an array of
+    /// the store's dtype, `(len(indices), *item_shape)`, that owns it.
     fn gather_dense_pooled<'py>(
         &self,
         py: Python<'py>,
         indices: PyReadonlyArray1<'py, u64>,
-    ) -> PyResult<Bound<'py, PyArray1<u8>>> {
+    ) -> PyResult<Bound<'py, PyAny>> {
         let indices = indices.as_slice()?;
         let row = self.store.info().row_bytes().unwrap_or(0) as usize;
         let nbytes = indices.len().saturating_mul(row);
-        let mut words = crate::pool::take(nbytes.div_ceil(8));
+        let mut bytes = AlignedBytes::from_words(crate::pool::take_or_new(nbytes.div_ceil(8)));
+        bytes.reuse(nbytes);
         let store = &self.store;
-        let out = &mut bytemuck::cast_slice_mut::<u64, u8>(&mut words)[..nbytes];
-        match py.detach(|| store.gather_into(indices, out)) {
-            Ok(()) => crate::pool::into_array(py, words, nbytes),
-            Err(e) => {
-                crate::pool::give(words);
-                Err(crate::errors::to_py(py, e))
-            }
+        if let Err(e) = py.detach(|| store.gather_into(indices, bytes.as_mut_slice())) {
+            crate::pool::give(bytes.into_words().0);
+            return Err(crate::errors::to_py(py, e));
         }
+        let mut shape = vec![indices.len() as u64];
+        shape.extend_from_slice(self.store.item_shape().unwrap_or(&[]));
+        Payload::new(py, bytes)?.view(self.descr(py)?, &shape, 0..nbytes)
     }
 
     /// Gather Dense records into `out`, the caller's bytes (exactly
@@ -125,30 +133,42 @@ impl NativeStore {
         py.detach(|| store.gather_into(indices, out)).py_err(py)
     }
 
-    /// Gather Ragged records: `(words, nbytes, spans, dims, dim_starts)`,
-    /// see `arrays::RaggedParts`.
+    /// Gather Ragged records: loaderx's list of arrays, one per record, or
+    /// with `packed` the `(values, offsets, shapes)` tuple (see
+    /// `arrays::Payload`). Each record is written once, into a recycled
+    /// buffer (see `pool`) that the returned arrays own; in the list form the
+    /// records may lie apart, each compressed one where it was decoded.
     fn gather_ragged<'py>(
         &self,
         py: Python<'py>,
         indices: PyReadonlyArray1<'py, u64>,
-    ) -> PyResult<RaggedParts<'py>> {
+        packed: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
         let indices = indices.as_slice()?;
+        let hint = self.last_ragged.load(Ordering::Relaxed);
+        let recycled = crate::pool::take(hint.div_ceil(8)).map(AlignedBytes::from_words);
+        let mut batch = RaggedBatch::with_buffer(recycled.unwrap_or_default());
+        batch.set_packed(packed);
         let store = &self.store;
-        let scratch = &self.ragged;
-        let batch = py
-            .detach(|| {
-                let mut batch = scratch.try_lock().map(|mut b| std::mem::take(&mut *b)).unwrap_or_default();
-                store.gather_ragged_into(indices, &mut batch).map(|()| batch)
-            })
-            .py_err(py)?;
-        let parts = ragged_copy_out(py, &batch, crate::fork::parallelism());
-        if let Ok(mut kept) = scratch.try_lock() {
-            *kept = batch;
+        if let Err(e) = py.detach(|| store.gather_ragged_into(indices, &mut batch)) {
+            crate::pool::give(batch.take_values().into_words().0);
+            return Err(crate::errors::to_py(py, e));
         }
-        Ok(parts)
+        self.last_ragged.store(batch.values().len(), Ordering::Relaxed);
+        ragged_out(py, batch, self.descr(py)?, packed)
     }
 
     fn __repr__(&self) -> String {
         format!("NativeStore({:?}, {}, {} records)", self.store.name(), self.kind(), self.store.len())
+    }
+}
+
+impl NativeStore {
+    /// The store's dtype as NumPy's.
+    pub(crate) fn descr<'py>(&self, py: Python<'py>) -> PyResult<&Bound<'py, PyArrayDescr>> {
+        let descr = self
+            .descr
+            .get_or_try_init(py, || PyArrayDescr::new(py, self.store.dtype().as_str()).map(Bound::unbind))?;
+        Ok(descr.bind(py))
     }
 }

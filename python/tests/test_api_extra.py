@@ -69,24 +69,80 @@ def test_big_dense_batches_reuse_rust_buffers(tokens):
 def test_loader_and_ragged_batches_own_the_rust_buffer(tokens, tmp_path):
     # Batches the Rust loader gathered reach NumPy without a copy: NumPy owns
     # the Vec the reader filled (rust-numpy's PySliceContainer is the root
-    # base). A Ragged gather fills the store's reused batch and copies out
-    # once into one NumPy-allocated array (a fresh Rust allocation per gather
-    # cost more in page faults than the copy): every record views it.
+    # base). A Ragged gather writes each record once into one buffer that a
+    # Pooled base owns (recycled once every record array is gone): every
+    # record views it, writable, aligned, apart from the others.
     from zrecord import DataLoader
     path, data = tokens
     with DataLoader({"t": Dense.open(path)}, batch_size=8, mode=0) as loader:
         a = next(loader)["t"]
     assert np.array_equal(a, data[:8])
     assert type(_root_base(a)).__name__ == "PySliceContainer"
-    with Ragged.create(tmp_path / "r", np.int32) as w:
-        w.append([np.arange(5, dtype=np.int32), np.arange(3, dtype=np.int32)])
-    with Ragged.open(tmp_path / "r") as rs:
-        first, second = rs[[0, 1]]
-        values, _, _ = rs.gather([0, 1], packed=True)
-    root = _root_base(first)
-    assert type(root) is np.ndarray and root.flags.owndata
-    assert _root_base(second) is root
-    assert type(_root_base(values)) is np.ndarray and _root_base(values).flags.owndata
+    for codec in ("raw", "zstd"):
+        with Ragged.create(tmp_path / codec, np.int32, codec=codec) as w:
+            w.append([np.arange(5, dtype=np.int32), np.arange(3, dtype=np.int32)])
+        with Ragged.open(tmp_path / codec) as rs:
+            first, second = rs[[0, 1]]
+            values, _, _ = rs.gather([0, 1], packed=True)
+        root = _root_base(first)
+        assert type(root).__name__ == "Pooled"
+        assert _root_base(second) is root
+        assert type(_root_base(values)).__name__ == "Pooled"
+        for r in (first, second, values):
+            assert r.flags.c_contiguous and r.flags.writeable and r.flags.aligned
+        assert not np.shares_memory(first, second)
+        first[:] = -1
+        assert second.tolist() == [0, 1, 2] and values.tolist() == [0, 1, 2, 3, 4, 0, 1, 2]
+
+
+def test_big_ragged_batches_reuse_buffers_only_when_released(tmp_path):
+    # Batches of 4 MiB and more go into recycled buffers: one the user still
+    # holds a record of is never handed to another gather.
+    rng = np.random.default_rng(5)
+    recs = [rng.integers(0, 255, (3, int(h), 100), dtype=np.uint8) for h in rng.integers(60, 200, 300)]
+    for codec in ("raw", "zstd"):
+        with Ragged.create(tmp_path / codec, np.uint8, codec=codec) as w:
+            w.append(recs)
+        with Ragged.open(tmp_path / codec) as ds:
+            kept = ds[list(range(300))][7]
+            kept_before = kept.copy()
+            for _ in range(12):
+                idx = rng.integers(0, 300, 300)
+                for packed in (False, True):
+                    got = ds.gather(idx, packed=packed)
+                    if packed:
+                        values, offsets, shapes = got
+                        got = [values[offsets[k]:offsets[k + 1]].reshape(shapes[k]) for k in range(len(idx))]
+                    assert all(np.array_equal(g, recs[i]) for g, i in zip(got, idx))
+                    del got
+            assert np.array_equal(kept, kept_before)
+
+
+@pytest.mark.parametrize("codec", ["raw", "zstd"])
+@pytest.mark.parametrize("dtype", ["|i1", "<i2", ">i4", "<f8", "<c16", "S3"])
+def test_ragged_records_of_every_alignment_and_rank(tmp_path, codec, dtype):
+    # Compressed records stay where they were decoded (their shape prefix in
+    # the gap before the payload): every payload must still be aligned for
+    # its dtype, whatever the rank; the packed form packs them.
+    rng = np.random.default_rng(1)
+    dt = np.dtype(dtype)
+    recs = []
+    for i in range(60):
+        shape = tuple(int(d) for d in rng.integers(1, 5, i % 4))
+        recs.append(np.array(rng.integers(0, 100, shape), dtype=dt).reshape(shape))
+    with Ragged.create(tmp_path / "r", dt, codec=codec) as w:
+        w.append(recs)
+    with Ragged.open(tmp_path / "r") as ds:
+        idx = rng.integers(0, 60, 200)
+        listed = ds[idx]
+        values, offsets, shapes = ds.gather(idx, packed=True)
+        for k, i in enumerate(idx):
+            assert listed[k].dtype == dt and listed[k].shape == recs[i].shape
+            assert listed[k].flags.aligned and listed[k].flags.writeable
+            assert np.array_equal(listed[k], recs[i])
+            shape = tuple(int(d) for d in shapes[k] if d >= 0)
+            assert np.array_equal(values[offsets[k]:offsets[k + 1]].reshape(shape), recs[i])
+        assert values.dtype == dt and offsets[-1] == len(values)
 
 
 def test_gather_into_caller_buffer(tokens):

@@ -99,7 +99,9 @@ class Dense(_Base):
 
 class Ragged(_Base):
     """Variable-shape records: a gather is a list of arrays, or with
-    ``packed=True`` a ``(values, offsets, shapes)`` tuple."""
+    ``packed=True`` a ``(values, offsets, shapes)`` tuple. The arrays view
+    the one buffer the Rust reader wrote each record into (no copy), which
+    is recycled for a later gather once none of them is alive."""
 
     @classmethod
     def open(cls, path: _PathLike, verify: bool = False) -> "Ragged":

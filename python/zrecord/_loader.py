@@ -7,7 +7,7 @@ import threading
 
 from . import _native
 from ._errors import ZrecordError
-from ._records import Dense, Ragged, _ragged_packed, _ragged_records, _words_as
+from ._records import Dense, Ragged, _words_as
 from ._sampler import Sampler
 
 __all__ = ["DataLoader"]
@@ -94,13 +94,13 @@ class DataLoader:
 
         self._names = list(self.streams)
         self._kinds = [(isinstance(ds, Dense), ds) for ds in self.streams.values()]
-        self._packed = ragged == "packed"
         self._transform = transform
         self._prefetch = prefetch_size
         self._pid = os.getpid()
         self._native = _native.NativeLoader(
             [ds._store for ds in self.streams.values()],
             batch_size, mode, seed, rank, world, gather_workers, prefetch_size, start_step,
+            ragged == "packed",
         )
         # Steps handed to the transform threads, by step: results (or a
         # _WorkerError) wait in `_done` until the consumer reaches them.
@@ -136,10 +136,8 @@ class DataLoader:
                 words, nbytes = parts
                 n = nbytes // ds._row_bytes if ds._row_bytes else 0
                 out[name] = _words_as(words, nbytes, ds.dtype, (n, *ds.item_shape))
-            elif self._packed:
-                out[name] = _ragged_packed(parts, ds.dtype)
             else:
-                out[name] = _ragged_records(parts, ds.dtype)
+                out[name] = parts  # made by the native loader: a list, or (values, offsets, shapes)
         return out
 
     def _work(self):

@@ -3,7 +3,7 @@
 The argument checks, error types and result shapes are loaderx's (its
 ``loaderx/zrecord.py``, MIT licensed); reading, writing and decoding are
 zrecord's Rust library (``zrecord._native``), which releases the GIL for every
-gather and append and hands each gathered Dense batch to NumPy without a copy.
+gather and append and hands each gathered batch to NumPy without a copy.
 
 Beyond loaderx: ``open`` also takes ``http://`` and ``https://`` URLs;
 ``gather(indices, out=None)`` fills a caller's array; ``Ragged.gather(...,
@@ -29,7 +29,9 @@ _NUMPY_MAX_NDIMS = 64 if int(np.__version__.split(".", 1)[0]) >= 2 else 32
 _MAX_UINT64 = np.iinfo(np.uint64).max
 _MAX_INTP = np.iinfo(np.intp).max
 _U8 = np.dtype(np.uint8)
-_POOLED = 4 << 20  # zrecord._native's pool::MIN_POOLED
+# Dense batches this big go to recycled Rust buffers (smaller ones: np.empty,
+# which NumPy's heap serves without zeroing).
+_POOLED = 4 << 20
 
 # Dictionary sizing presets, exactly loaderx's: a tier names both the
 # dictionary's size and how many bytes of records train it.
@@ -89,55 +91,6 @@ def _words_as(words, nbytes, dtype, shape):
     """View the first ``nbytes`` of a gathered buffer (a ``uint64`` array over
     the Rust allocation, which NumPy now owns) as ``dtype`` in ``shape``."""
     return words.view(_U8)[:nbytes].view(dtype).reshape(shape)
-
-
-def _ragged_records(parts, dtype):
-    """A gathered Ragged batch as loaderx's list of per-record arrays (views
-    of one allocation)."""
-    words, nbytes, spans, dims, dim_starts = parts
-    if not len(dim_starts) > 1:
-        return []
-    data = words.view(_U8)[:nbytes]
-    starts = dim_starts.tolist()
-    dims = dims.tolist()
-    out = []
-    for k, (lo, hi) in enumerate(spans.reshape(-1, 2).tolist()):
-        out.append(data[lo:hi].view(dtype).reshape(dims[starts[k]:starts[k + 1]]))
-    return out
-
-
-def _ragged_packed(parts, dtype):
-    """A gathered Ragged batch as ``(values, offsets, shapes)``: record ``i`` is
-    ``values[offsets[i]:offsets[i + 1]].reshape(shapes[i][shapes[i] >= 0])``."""
-    words, nbytes, spans, dims, dim_starts = parts
-    n = len(dim_starts) - 1
-    data = words.view(_U8)[:nbytes]
-    spans = spans.reshape(-1, 2)
-    itemsize = dtype.itemsize
-    lengths = spans[:, 1] - spans[:, 0]
-    contiguous = n == 0 or (
-        spans[0, 0] == 0 and np.array_equal(spans[1:, 0], spans[:-1, 1])
-    )
-    if contiguous:
-        values = data[:int(spans[-1, 1]) if n else 0].view(dtype)
-    else:
-        # Padding between records (dtypes whose size is not a power of two):
-        # pack them (the only copy this form makes).
-        values = np.concatenate(
-            [data[lo:hi] for lo, hi in spans.tolist()] or [data[:0]]
-        ).view(dtype)
-    offsets = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(lengths // itemsize, out=offsets[1:])
-    ranks = np.diff(dim_starts.astype(np.int64))
-    rank = int(ranks.max()) if n else 0
-    if n and int(ranks.min()) == rank:
-        shapes = dims.astype(np.int64).reshape(n, rank)
-    else:
-        shapes = np.full((n, rank), -1, dtype=np.int64)
-        flat = dims.astype(np.int64)
-        for k in range(n):
-            shapes[k, :ranks[k]] = flat[dim_starts[k]:dim_starts[k + 1]]
-    return values, offsets, shapes
 
 
 def _explain_schema(message, dense):
@@ -373,7 +326,7 @@ class Dense(_Base):
         if idxs.size * self._row_bytes >= _POOLED:
             # Big batches: into a recycled Rust buffer whose pages are already
             # resident (no page faults, no kernel zeroing); the array owns it.
-            return self._store.gather_dense_pooled(idxs).view(self.dtype).reshape(shape)
+            return self._store.gather_dense_pooled(idxs)
         # NumPy allocates (uninitialised) and the Rust reader decodes straight
         # into it: no copy, and the array owns its memory.
         values = np.empty(shape, dtype=self.dtype)
@@ -406,7 +359,9 @@ class Dense(_Base):
 
 class Ragged(_Base):
     """Variable-shape records: a gather returns a list of arrays, each with
-    the shape it was written with (views of one allocation per batch).
+    the shape it was written with: writable views of the one buffer the Rust
+    reader wrote each record into (no copy; recycled for a later gather once
+    none of them is alive).
 
     ``gather(indices, packed=True)`` returns ``(values, offsets, shapes)``
     instead, with no Python object per record. Append takes an iterable of
@@ -440,7 +395,7 @@ class Ragged(_Base):
         store.append_ragged(records, self.dtype)
 
     def _gather(self, idxs):
-        return _ragged_records(self._store.gather_ragged(idxs), self.dtype)
+        return self._store.gather_ragged(idxs, False)
 
     def gather(self, indices, packed=False):
         """Gather the records at ``indices``: a list of arrays (as
@@ -450,7 +405,4 @@ class Ragged(_Base):
         ``values[offsets[i]:offsets[i + 1]]``, and ``shapes`` int64 ``(n,
         max_rank)``, each row a record's shape padded with -1."""
         self._require_store(False)
-        parts = self._store.gather_ragged(self._idxs(indices))
-        if packed:
-            return _ragged_packed(parts, self.dtype)
-        return _ragged_records(parts, self.dtype)
+        return self._store.gather_ragged(self._idxs(indices), bool(packed))

@@ -22,7 +22,7 @@
 //! A **remote store** (`s3://`, `gs://`, `az://`, `http(s)://` URL) is checked the same way on the bytes
 //! fetched with Range requests: the locations of 4,096 records at a time,
 //! then their stored frames in coalesced requests (at most 64 MiB a round).
-//! What HTTP cannot show is not checked, and the output says so: other files
+//! What range reads cannot show is not checked, and the output says so: other files
 //! in the directory, and a `dict.zr` left beside a store whose codec is not
 //! `zstd_dict` (the reader never asks for it, and a missing file is not
 //! always a 404).
@@ -80,9 +80,9 @@ const ROUND_BYTES: u64 = 64 << 20;
 const LAYOUT_LISTED: u64 = 5;
 /// Stores with more records skip the layout check (it keeps 24 bytes per record).
 const MAX_LAYOUT_RECORDS: u64 = 1 << 26;
-/// What a check over HTTP cannot see.
+/// What a check by range reads (HTTP or a bucket) cannot see.
 const NOT_CHECKED_REMOTELY: [&str; 2] = [
-    "files other than meta.zr, data.zr and dict.zr in the store directory (HTTP cannot list it)",
+    "files other than meta.zr, data.zr and dict.zr in the store directory (range reads cannot list it)",
     "a dict.zr beside a store whose codec is not zstd_dict (never requested; servers do not always answer 404 for a missing file)",
 ];
 
@@ -157,12 +157,12 @@ pub fn run(ctx: &Ctx, a: Args) -> CliResult {
         }
         if let Some(r) = remote {
             out.line(&format!(
-                "note: checked over HTTP: {} requests, {} received",
+                "note: checked remotely: {} requests, {} received",
                 r.requests,
                 size(r.bytes)
             ))?;
             for what in not_checked {
-                out.line(&format!("note: not checked over HTTP: {what}"))?;
+                out.line(&format!("note: not checked remotely: {what}"))?;
             }
         }
         if !sealed && len > 0 {

@@ -133,22 +133,25 @@ pub fn check_dense_loc(info: &StoreInfo, index: u64, loc: &RecordLoc, row_bytes:
     Ok(())
 }
 
-/// Where each record of a Ragged gather is decoded before compaction
-/// (`slots`, cleared first), and the buffer size they need.
+/// Where each record of a Ragged gather is decoded (`slots`, cleared
+/// first), and the buffer size they need.
 ///
-/// Slots are spaced so that compaction only ever moves payloads towards the
-/// start of the buffer: one allocation, no second copy of the batch.
+/// Each slot starts one byte before a multiple of 8. A shape prefix is
+/// `1 + 8 * rank` bytes, so every payload then starts on a multiple of 8,
+/// aligned for any dtype: a batch with gaps leaves each record where it was
+/// decoded, and packing ([`compact_ragged`]) only ever moves payloads towards
+/// the start of the buffer (one allocation, never a second copy of the batch).
 pub fn ragged_slots_into(locs: &[RecordLoc], slots: &mut Vec<Range<usize>>) -> Result<usize, String> {
-    let mut at: usize = 0;
+    let mut end: usize = 0;
     slots.clear();
     for loc in locs {
-        let len = loc.logic_length as usize;
-        slots.push(at..at + len);
-        at = at
-            .checked_add(len.next_multiple_of(8) + 8)
+        let start = end.next_multiple_of(8) + 7;
+        end = start
+            .checked_add(loc.logic_length as usize)
             .ok_or_else(|| "batch larger than the address space".to_string())?;
+        slots.push(start..end);
     }
-    Ok(at)
+    Ok(end)
 }
 
 /// Clear `out`'s shapes and spans before records are placed with [`place_ragged`].
@@ -200,9 +203,10 @@ pub fn slot_parts<'a>(buf: &'a mut [u8], slots: &[Range<usize>]) -> Vec<&'a mut 
     parts
 }
 
-/// Turn decoded records sitting in their slots of `out.data` into a packed
-/// batch: parse each shape prefix and move the payload down to its aligned
-/// place. Reuses `out`'s vectors.
+/// Turn decoded records sitting in their slots of `out.data` (as
+/// [`ragged_slots_into`] lays them out) into a batch: parse each shape
+/// prefix, and either leave each payload where it is (a batch that allows
+/// gaps) or move it down to its packed, aligned place. Reuses `out`'s vectors.
 ///
 /// # Errors
 /// `CorruptRecord` for a prefix that does not fit its record.
@@ -213,6 +217,22 @@ pub fn compact_ragged(
     out: &mut RaggedBatch,
 ) -> Result<()> {
     begin_ragged(out);
+    if out.gaps {
+        let buf = out.data.as_slice();
+        for (slot, &index) in slots.iter().zip(indices) {
+            let head = ragged::parse_prefix(&buf[slot.clone()], info.dtype(), &mut out.dims)
+                .map_err(|why| Error::CorruptRecord { store: info.name.clone(), index, why })?;
+            let span = slot.start + head..slot.end;
+            debug_assert_eq!(
+                span.start % info.dtype().alignment(),
+                0,
+                "slots put payloads on 8-byte boundaries"
+            );
+            out.spans.push(span);
+            out.dim_starts.push(out.dims.len());
+        }
+        return Ok(());
+    }
     let mut at = 0usize;
     let mut data = std::mem::take(&mut out.data);
     for (slot, &index) in slots.iter().zip(indices) {

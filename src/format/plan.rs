@@ -212,7 +212,7 @@ impl<'a> GatherPlan<'a> {
     }
 
     /// Where each record of a Ragged gather decodes before [`GatherPlan::finish_ragged`]
-    /// packs them (`slots`, cleared first), and the buffer size they need.
+    /// finishes the batch (`slots`, cleared first), and the buffer size they need.
     /// Call only with checked locations.
     ///
     /// # Errors
@@ -229,34 +229,85 @@ impl<'a> GatherPlan<'a> {
     /// `CorruptRecord` when the frame fails or decodes to another size.
     #[inline(always)]
     pub fn decode(&self, k: usize, src: &[u8], dst: &mut [u8]) -> Result<()> {
-        if self.expected.is_some() {
-            self.check_stored(k, src)?;
+        self.decode_ahead(k, src, dst, &[])
+    }
+
+    /// [`GatherPlan::decode`], told the stored bytes the caller decodes
+    /// next: a checked raw record asks for them while it is hashed (see
+    /// [`crate::checksum::copy_and_hash64`]); the caller asks for them
+    /// itself in every other case ([`GatherPlan::fetches_ahead`]).
+    ///
+    /// # Errors
+    /// As [`GatherPlan::decode`].
+    #[inline(always)]
+    pub fn decode_ahead(&self, k: usize, src: &[u8], dst: &mut [u8], ahead: &[u8]) -> Result<()> {
+        if let Some(want) = self.expected_sum(k) {
+            if self.codec == Codec::Raw && src.len() == dst.len() {
+                return self.copy_checked(k, src, dst, ahead, want);
+            }
+            sums::check_record(&self.info().name, self.indices[k], src, want)?;
         }
         decode::decode_record(self.info(), self.indices[k], self.core.dict(), src, dst)
     }
 
-    /// In a checked gather, check record `k`'s stored bytes against its
-    /// checksum ([`GatherPlan::decode`] does; call it for records used
-    /// without decoding).
+    /// Copy the last `dst.len()` bytes of raw record `k`'s stored bytes
+    /// (a Ragged record's payload) into `dst`; a checked gather checks all
+    /// of them as it copies.
     ///
     /// # Errors
     /// `ChecksumMismatch` naming the record and `data.zr`.
     #[inline]
-    pub fn check_stored(&self, k: usize, src: &[u8]) -> Result<()> {
-        let index = self.indices[k];
-        let want = match self.expected {
-            None => return Ok(()),
-            Some(Expected::ByRecord(sums)) => sums[k],
-            Some(Expected::ByIndex(table)) => {
-                let at = (index * sums::SUM_LEN) as usize;
-                u64::from_le_bytes(table[at..at + 8].try_into().expect("8 bytes"))
+    pub fn copy_raw(&self, k: usize, stored: &[u8], dst: &mut [u8]) -> Result<()> {
+        match self.expected_sum(k) {
+            Some(want) => self.copy_checked(k, stored, dst, &[], want),
+            None => {
+                dst.copy_from_slice(&stored[stored.len() - dst.len()..]);
+                Ok(())
             }
-        };
-        sums::check_record(&self.info().name, index, src, want)
+        }
     }
 
-    /// Pack a Ragged batch whose records were decoded into their `slots`:
-    /// parse each shape prefix and move each payload to its aligned place.
+    /// One pass: hash while copying (see [`crate::checksum::copy_and_hash64`]).
+    #[inline(always)]
+    fn copy_checked(&self, k: usize, stored: &[u8], dst: &mut [u8], ahead: &[u8], want: u64) -> Result<()> {
+        let got = crate::checksum::copy_and_hash64(stored, dst, ahead);
+        sums::check_record_sum(&self.info().name, self.indices[k], stored.len(), got, want)
+    }
+
+    /// Whether [`GatherPlan::decode_ahead`] asks for the next record's
+    /// bytes itself (checked raw records).
+    pub fn fetches_ahead(&self) -> bool {
+        self.expected.is_some() && self.codec == Codec::Raw
+    }
+
+    /// The sidecar entry holding record `index`'s checksum, when the plan
+    /// checks against a table in memory (for a reader to prefetch it).
+    #[inline]
+    pub fn expected_entry(&self, index: u64) -> Option<&'a [u8]> {
+        match self.expected {
+            Some(Expected::ByIndex(table)) => {
+                let at = usize::try_from(index * sums::SUM_LEN).ok()?;
+                table.get(at..at + 8)
+            }
+            _ => None,
+        }
+    }
+
+    /// Record `k`'s checksum in a checked gather.
+    #[inline]
+    fn expected_sum(&self, k: usize) -> Option<u64> {
+        match self.expected? {
+            Expected::ByRecord(sums) => Some(sums[k]),
+            Expected::ByIndex(table) => {
+                let at = (self.indices[k] * sums::SUM_LEN) as usize;
+                Some(u64::from_le_bytes(table[at..at + 8].try_into().expect("8 bytes")))
+            }
+        }
+    }
+
+    /// Finish a Ragged batch whose records were decoded into their `slots`:
+    /// parse each shape prefix and, unless the batch allows gaps, move each
+    /// payload to its packed, aligned place.
     ///
     /// # Errors
     /// `CorruptRecord` for a prefix that does not fit its record.

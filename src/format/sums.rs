@@ -35,7 +35,7 @@ const XXH3_64: u32 = 1;
 /// The checksum every field of the sidecar uses (XXH3-64, seed 0).
 #[inline]
 pub fn checksum(bytes: &[u8]) -> u64 {
-    xxh3::hash64_with_seed(bytes, 0)
+    crate::checksum::hash64(bytes)
 }
 
 /// The sidecar's own checksum: of all its bytes, its own field read as zero.
@@ -309,11 +309,19 @@ pub fn check_covers(store: &str, header: &SumsHeader, length: u64) -> Result<()>
 /// `ChecksumMismatch` naming the record and `data.zr`.
 #[inline]
 pub fn check_record(store: &str, index: u64, stored: &[u8], expected: u64) -> Result<()> {
-    if checksum(stored) != expected {
+    check_record_sum(store, index, stored.len(), checksum(stored), expected)
+}
+
+/// [`check_record`] for a checksum already computed (of `len` stored bytes).
+///
+/// # Errors
+/// As [`check_record`].
+pub fn check_record_sum(store: &str, index: u64, len: usize, got: u64, expected: u64) -> Result<()> {
+    if got != expected {
         return Err(mismatch(
             store,
             StoreFile::Data.name(),
-            format!("record {index}: its {} stored bytes do not match sums.zr", stored.len()),
+            format!("record {index}: its {len} stored bytes do not match sums.zr"),
         ));
     }
     Ok(())

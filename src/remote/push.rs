@@ -5,8 +5,8 @@
 //! Afterwards each object's size and ETag are read back and checked.
 //!
 //! Each object carries the SHA-256 of its bytes as user metadata
-//! (`x-amz-meta-zrecord-sha256` on S3), so pushing an unchanged store again
-//! uploads nothing.
+//! (`x-amz-meta-zrecordsha256` on S3, `x-goog-meta-…` on GCS, `x-ms-meta-…`
+//! on Azure), so pushing an unchanged store again uploads nothing.
 
 use super::objstore::{convert, Bucket, BucketRetry};
 use super::runtime;
@@ -20,8 +20,14 @@ use sha2::{Digest, Sha256};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-/// Metadata key holding an object's SHA-256 (hex).
-const SHA_KEY: &str = "zrecord-sha256";
+/// Metadata key holding an object's SHA-256 (hex). Letters and digits
+/// only: Azure refuses metadata names that are not C# identifiers (a `-`
+/// is `400 InvalidMetadata`), and proxies such as nginx drop headers with
+/// a `_` by default.
+const SHA_KEY: &str = "zrecordsha256";
+/// The key pushes before that fix wrote (S3 and GCS took it): still read,
+/// so a store pushed then is not uploaded again.
+const OLD_SHA_KEY: &str = "zrecord-sha256";
 
 /// How to push.
 #[derive(Clone, Copy, Debug)]
@@ -111,7 +117,10 @@ async fn remote_state(bucket: &Bucket, name: &str) -> Result<Option<(u64, Option
     let options = GetOptions { head: true, ..Default::default() };
     match bucket.store.get_opts(&bucket.object(name), options).await {
         Ok(got) => {
-            let sha = got.attributes.get(&Attribute::Metadata(SHA_KEY.into())).map(|v| v.to_string());
+            let sha = [SHA_KEY, OLD_SHA_KEY]
+                .into_iter()
+                .find_map(|k| got.attributes.get(&Attribute::Metadata(k.into())))
+                .map(|v| v.to_string());
             Ok(Some((got.meta.size, got.meta.e_tag.clone(), sha)))
         }
         Err(object_store::Error::NotFound { .. }) => Ok(None),

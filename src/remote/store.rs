@@ -748,7 +748,7 @@ impl<T: RangeRead> RemoteStore<T> {
         let stored = self.read_checked(&plan, &locs).await?;
         let mut slots = Vec::with_capacity(locs.len());
         let total = plan.ragged_slots(&locs, &mut slots)?;
-        batch.data.resize(total);
+        batch.data.reuse(total);
         Self::decode_stored(&plan, &stored, slot_parts(batch.data.as_mut_slice(), &slots))?;
         plan.finish_ragged(&slots, batch)
     }

@@ -8,6 +8,7 @@ use std::fs::File;
 use std::future::Future as _;
 use std::io;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{ready, Context, Poll};
 
 use hyper::body::{Bytes, Frame, SizeHint};
@@ -51,7 +52,7 @@ impl Body {
     /// # Errors
     /// A small range is read here: any read error, or `UnexpectedEof` if
     /// the file is shorter than its metadata said.
-    pub fn file(file: File, start: u64, len: u64) -> io::Result<Self> {
+    pub fn file(file: Arc<File>, start: u64, len: u64) -> io::Result<Self> {
         if len == 0 {
             return Ok(Body::empty());
         }
@@ -60,17 +61,16 @@ impl Body {
             read_exact_at(&file, &mut buf, start)?;
             return Ok(Body::bytes(buf));
         }
-        Ok(Body(Kind::File(FileChunks { file: Some(file), pos: start, remaining: len, reading: None })))
+        Ok(Body(Kind::File(FileChunks { file, pos: start, remaining: len, reading: None })))
     }
 }
 
-/// A chunk read on the blocking pool: it hands the file back with the bytes.
-type ChunkRead = JoinHandle<io::Result<(File, Vec<u8>)>>;
+/// A chunk read on the blocking pool.
+type ChunkRead = JoinHandle<io::Result<Vec<u8>>>;
 
 #[derive(Debug)]
 struct FileChunks {
-    /// `None` while a chunk read owns it.
-    file: Option<File>,
+    file: Arc<File>,
     pos: u64,
     remaining: u64,
     reading: Option<ChunkRead>,
@@ -82,22 +82,18 @@ impl FileChunks {
             return Poll::Ready(None);
         }
         if self.reading.is_none() {
-            let Some(file) = self.file.take() else {
-                return Poll::Ready(Some(Err(io::Error::other("file body polled after an error"))));
-            };
-            let (pos, n) = (self.pos, self.remaining.min(CHUNK));
+            let (file, pos, n) = (Arc::clone(&self.file), self.pos, self.remaining.min(CHUNK));
             self.reading = Some(tokio::task::spawn_blocking(move || {
                 let mut buf = vec![0u8; n as usize];
                 read_exact_at(&file, &mut buf, pos)?;
-                Ok((file, buf))
+                Ok(buf)
             }));
         }
         let handle = self.reading.as_mut().expect("set above");
         let joined = ready!(Pin::new(handle).poll(cx));
         self.reading = None;
         match joined {
-            Ok(Ok((file, buf))) => {
-                self.file = Some(file);
+            Ok(Ok(buf)) => {
                 self.pos += buf.len() as u64;
                 self.remaining -= buf.len() as u64;
                 Poll::Ready(Some(Ok(Bytes::from(buf))))

@@ -80,9 +80,10 @@ impl Activity {
         self.last.store(self.now(), Ordering::Relaxed);
     }
 
+    /// No clock read here: the request's last read has just stamped `last`,
+    /// and the answer's writes stamp it again.
     fn set_phase(&self, phase: u8) {
         self.phase.store(phase, Ordering::Relaxed);
-        self.wrote();
     }
 
     /// When the connection should be closed if nothing happens meanwhile.
@@ -171,11 +172,11 @@ pub(crate) async fn serve(stream: TcpStream, peer: SocketAddr, shared: Arc<Share
         let (site, act) = (Arc::clone(&shared.site), Arc::clone(&act));
         async move {
             act.set_phase(BUSY);
-            let started = Instant::now();
+            let started = verbose.then(Instant::now);
             // The body, if any, is dropped unread (see `handler::respond`).
             let (parts, _body) = req.into_parts();
             let resp = handler::respond(site, &parts).await;
-            if verbose {
+            if let Some(started) = started {
                 eprintln!(
                     "zrecord serve: {peer} \"{} {}\" {} {:.1}ms",
                     parts.method,
@@ -220,16 +221,21 @@ pub(crate) async fn serve(stream: TcpStream, peer: SocketAddr, shared: Arc<Share
 /// told to.
 pub(crate) async fn refuse_busy(mut stream: TcpStream) {
     let body = "503 Service Unavailable\n";
-    let mut head = String::from("HTTP/1.1 503 Service Unavailable\r\n");
+    let mut head = b"HTTP/1.1 503 Service Unavailable\r\n".to_vec();
     for (name, value) in COMMON_HEADERS {
-        head.push_str(&format!("{name}: {value}\r\n"));
+        for part in [name.as_str().as_bytes(), b": ", value.as_bytes(), b"\r\n"] {
+            head.extend_from_slice(part);
+        }
     }
-    head.push_str(&format!(
-        "content-type: text/plain; charset=utf-8\r\ncontent-length: {}\r\nretry-after: 1\r\nconnection: close\r\n\r\n{body}",
-        body.len()
-    ));
+    head.extend_from_slice(
+        format!(
+            "content-type: text/plain; charset=utf-8\r\ncontent-length: {}\r\nretry-after: 1\r\nconnection: close\r\n\r\n{body}",
+            body.len()
+        )
+        .as_bytes(),
+    );
     let answer = async {
-        stream.write_all(head.as_bytes()).await?;
+        stream.write_all(&head).await?;
         stream.shutdown().await?;
         // Drain what the client sent, so closing does not reset the answer.
         let mut scratch = [0u8; 4096];

@@ -2,17 +2,21 @@
 //! conditional requests, ranges and content types. No socket code here.
 
 use std::borrow::Cow;
+use std::fmt::{self, Write as _};
 use std::fs::{File, Metadata};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::UNIX_EPOCH;
 
+use bytes::BytesMut;
+use httpdate::HttpDate;
 use hyper::header::{self, HeaderMap, HeaderName, HeaderValue};
 use hyper::http::request::Parts;
 use hyper::{Method, Response, StatusCode};
 
 use super::body::Body;
-use super::path::{parse_url_path, resolve, NotServed, Refused};
+use super::files::OpenFiles;
+use super::path::{parse_url_path, NotServed, Refused};
 use super::range::{parse_range, RangeReply};
 use super::stores::stores_json;
 use super::Assets;
@@ -24,6 +28,8 @@ pub(crate) struct Site {
     pub root: PathBuf,
     pub assets: Option<Assets>,
     pub store_depth: usize,
+    /// Files of the root kept open between requests.
+    pub files: OpenFiles,
 }
 
 /// Most bytes a request line plus headers may take (hyper's own buffer
@@ -71,7 +77,7 @@ async fn route(site: &Arc<Site>, req: &Parts) -> Resp {
         Err(Refused::Forbidden) => return text(StatusCode::FORBIDDEN),
     };
     let head = req.method == Method::HEAD;
-    if url.segments == ["api", "stores"] && !url.trailing_slash {
+    if url.relative() == "api/stores" {
         let s = Arc::clone(site);
         let json = tokio::task::spawn_blocking(move || stores_json(&s.root, s.store_depth)).await;
         let Ok(json) = json else { return text(StatusCode::INTERNAL_SERVER_ERROR) };
@@ -85,18 +91,18 @@ async fn route(site: &Arc<Site>, req: &Parts) -> Resp {
     }
     // The viewer's own files come first: a file in the served folder never
     // replaces the page or its code.
-    let mut name = url.relative();
-    if name.is_empty() || name.ends_with('/') {
-        name.push_str("index.html");
-    }
+    let name = match url.trailing_slash() {
+        true => Cow::Owned(format!("{}index.html", url.relative())),
+        false => Cow::Borrowed(url.relative()),
+    };
     if let Some((bytes, content_type)) = site.assets.as_ref().and_then(|a| a(&name)) {
         return serve_asset(req, bytes, content_type);
     }
     // A directory-style URL never names a file.
-    if url.trailing_slash {
+    if url.trailing_slash() {
         return text(StatusCode::NOT_FOUND);
     }
-    match resolve(&site.root, &url.segments) {
+    match site.files.open(&site.root, url.relative()) {
         Ok(f) => serve_file(req, f.file, &f.meta, &f.path),
         Err(NotServed::Outside) => text(StatusCode::FORBIDDEN),
         Err(NotServed::Missing) => text(StatusCode::NOT_FOUND),
@@ -117,17 +123,21 @@ fn head_bytes(req: &Parts) -> usize {
 
 /// Headers on every response we make: cross-origin reads of any store from
 /// any page (the viewer may be hosted elsewhere), and no content sniffing.
-pub(crate) const COMMON_HEADERS: [(&str, &str); 4] = [
-    ("access-control-allow-origin", "*"),
-    ("access-control-allow-headers", "Range, If-Match, Authorization"),
-    ("access-control-expose-headers", "Content-Range, Content-Length, ETag, Accept-Ranges"),
-    ("x-content-type-options", "nosniff"),
+/// (Built at compile time: no name or value is parsed per request.)
+pub(crate) const COMMON_HEADERS: [(HeaderName, HeaderValue); 4] = [
+    (header::ACCESS_CONTROL_ALLOW_ORIGIN, HeaderValue::from_static("*")),
+    (header::ACCESS_CONTROL_ALLOW_HEADERS, HeaderValue::from_static("Range, If-Match, Authorization")),
+    (
+        header::ACCESS_CONTROL_EXPOSE_HEADERS,
+        HeaderValue::from_static("Content-Range, Content-Length, ETag, Accept-Ranges"),
+    ),
+    (header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff")),
 ];
 
 fn common_headers(resp: &mut Resp) {
     let h = resp.headers_mut();
     for (name, value) in COMMON_HEADERS {
-        h.insert(HeaderName::from_static(name), HeaderValue::from_static(value));
+        h.insert(name, value);
     }
 }
 
@@ -146,17 +156,18 @@ pub(crate) fn text(code: StatusCode) -> Resp {
     r
 }
 
-fn serve_file(req: &Parts, file: File, meta: &Metadata, path: &Path) -> Resp {
+fn serve_file(req: &Parts, file: Arc<File>, meta: &Metadata, path: &Path) -> Resp {
     let size = meta.len();
     let mtime = meta.modified().ok();
     let mtime_ns = mtime.and_then(|t| t.duration_since(UNIX_EPOCH).ok()).map_or(0, |d| d.as_nanos());
+    let mut values = Values::new();
     let rep = Rep {
         size,
-        etag: format!("\"{size:x}-{mtime_ns:x}-{:x}\"", inode(meta)),
-        last_modified: mtime.map(httpdate::fmt_http_date),
+        etag: values.make(format_args!("\"{size:x}-{mtime_ns:x}-{:x}\"", inode(meta))),
+        last_modified: mtime.and_then(|t| values.make(format_args!("{}", HttpDate::from(t)))),
         content_type: folder_content_type(path),
     };
-    let mut resp = serve_rep(req, &rep, |start, len| Body::file(file, start, len));
+    let mut resp = serve_rep(req, &rep, values, |start, len| Body::file(file, start, len));
     // A downloaded folder is not trusted content: if a browser is navigated
     // to one of its files, it renders in an opaque origin with no script.
     resp.headers_mut().insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static("sandbox"));
@@ -164,13 +175,14 @@ fn serve_file(req: &Parts, file: File, meta: &Metadata, path: &Path) -> Resp {
 }
 
 fn serve_asset(req: &Parts, bytes: Cow<'static, [u8]>, content_type: &'static str) -> Resp {
+    let mut values = Values::new();
     let rep = Rep {
         size: bytes.len() as u64,
-        etag: format!("\"a{:x}-{:016x}\"", bytes.len(), fnv1a(&bytes)),
+        etag: values.make(format_args!("\"a{:x}-{:016x}\"", bytes.len(), fnv1a(&bytes))),
         last_modified: None,
         content_type,
     };
-    serve_rep(req, &rep, |start, len| {
+    serve_rep(req, &rep, values, |start, len| {
         let (s, e) = (start as usize, (start + len) as usize);
         Ok(match bytes {
             Cow::Borrowed(b) => Body::bytes(&b[s..e]),
@@ -190,40 +202,68 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 struct Rep {
     size: u64,
     /// Quoted strong entity tag.
-    etag: String,
-    last_modified: Option<String>,
+    etag: Option<HeaderValue>,
+    last_modified: Option<HeaderValue>,
     content_type: &'static str,
+}
+
+impl Rep {
+    fn etag(&self) -> &[u8] {
+        self.etag.as_ref().map_or(b"", HeaderValue::as_bytes)
+    }
+}
+
+/// The header values made for one answer (validators, length, range),
+/// written one after another into one buffer and handed to hyper as shared
+/// slices of it: one allocation for them all, where a `String` and a
+/// `HeaderValue` for each cost two apiece.
+struct Values(BytesMut);
+
+impl Values {
+    fn new() -> Self {
+        Values(BytesMut::with_capacity(192))
+    }
+
+    /// `args` as a header value; `None` if it is not one (never, for the
+    /// numbers, tags and dates made here).
+    fn make(&mut self, args: fmt::Arguments<'_>) -> Option<HeaderValue> {
+        self.0.write_fmt(args).ok()?;
+        HeaderValue::from_maybe_shared(self.0.split().freeze()).ok()
+    }
 }
 
 fn header_str(req: &Parts, name: HeaderName) -> Option<&str> {
     req.headers.get(name).and_then(|v| v.to_str().ok())
 }
 
-fn set(resp: &mut Resp, name: HeaderName, value: &str) {
-    if let Ok(v) = HeaderValue::from_str(value) {
+fn set(resp: &mut Resp, name: HeaderName, value: Option<HeaderValue>) {
+    if let Some(v) = value {
         resp.headers_mut().insert(name, v);
     }
 }
 
 /// Preconditions (RFC 9110 §13.2.2 order: If-Match, If-None-Match, then
 /// If-Range), then the range, then the body from `body(start, len)`.
-fn serve_rep(req: &Parts, rep: &Rep, body: impl FnOnce(u64, u64) -> std::io::Result<Body>) -> Resp {
+fn serve_rep(
+    req: &Parts,
+    rep: &Rep,
+    mut values: Values,
+    body: impl FnOnce(u64, u64) -> std::io::Result<Body>,
+) -> Resp {
     let validators = |r: &mut Resp| {
-        set(r, header::ETAG, &rep.etag);
+        set(r, header::ETAG, rep.etag.clone());
         r.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-        if let Some(lm) = &rep.last_modified {
-            set(r, header::LAST_MODIFIED, lm);
-        }
+        set(r, header::LAST_MODIFIED, rep.last_modified.clone());
     };
     if let Some(im) = header_str(req, header::IF_MATCH) {
-        if !etag_list_matches(im, &rep.etag, true) {
+        if !etag_list_matches(im, rep.etag(), true) {
             let mut r = text(StatusCode::PRECONDITION_FAILED);
-            set(&mut r, header::ETAG, &rep.etag);
+            set(&mut r, header::ETAG, rep.etag.clone());
             return r;
         }
     }
     if let Some(inm) = header_str(req, header::IF_NONE_MATCH) {
-        if etag_list_matches(inm, &rep.etag, false) {
+        if etag_list_matches(inm, rep.etag(), false) {
             let mut r = status(StatusCode::NOT_MODIFIED);
             validators(&mut r);
             return r;
@@ -237,8 +277,10 @@ fn serve_rep(req: &Parts, rep: &Rep, body: impl FnOnce(u64, u64) -> std::io::Res
                 None => true,
                 // An entity tag must match strongly; a date must be exactly
                 // our Last-Modified (we never treat a date as "new enough").
-                Some(v) if v.starts_with('"') || v.starts_with("W/") => etag_list_matches(v, &rep.etag, true),
-                Some(v) => rep.last_modified.as_deref() == Some(v),
+                Some(v) if v.starts_with('"') || v.starts_with("W/") => {
+                    etag_list_matches(v, rep.etag(), true)
+                }
+                Some(v) => rep.last_modified.as_ref().map(HeaderValue::as_bytes) == Some(v.as_bytes()),
             };
             if if_range_ok {
                 range = parse_range(value, rep.size);
@@ -250,9 +292,9 @@ fn serve_rep(req: &Parts, rep: &Rep, body: impl FnOnce(u64, u64) -> std::io::Res
         RangeReply::Partial { start, end } => (StatusCode::PARTIAL_CONTENT, start, end - start + 1),
         RangeReply::Unsatisfiable => {
             let mut r = text(StatusCode::RANGE_NOT_SATISFIABLE);
-            set(&mut r, header::CONTENT_RANGE, &format!("bytes */{}", rep.size));
+            set(&mut r, header::CONTENT_RANGE, values.make(format_args!("bytes */{}", rep.size)));
             r.headers_mut().insert(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"));
-            set(&mut r, header::ETAG, &rep.etag);
+            set(&mut r, header::ETAG, rep.etag.clone());
             return r;
         }
     };
@@ -267,9 +309,10 @@ fn serve_rep(req: &Parts, rep: &Rep, body: impl FnOnce(u64, u64) -> std::io::Res
     validators(&mut r);
     r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(rep.content_type));
     r.headers_mut().insert(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"));
-    r.headers_mut().insert(header::CONTENT_LENGTH, HeaderValue::from(len));
+    set(&mut r, header::CONTENT_LENGTH, values.make(format_args!("{len}")));
     if code == StatusCode::PARTIAL_CONTENT {
-        set(&mut r, header::CONTENT_RANGE, &format!("bytes {start}-{}/{}", start + len - 1, rep.size));
+        let range = values.make(format_args!("bytes {start}-{}/{}", start + len - 1, rep.size));
+        set(&mut r, header::CONTENT_RANGE, range);
     }
     r
 }
@@ -277,7 +320,7 @@ fn serve_rep(req: &Parts, rep: &Rep, body: impl FnOnce(u64, u64) -> std::io::Res
 /// Does an `If-Match`/`If-None-Match`/`If-Range` value match `etag`?
 /// `*` matches anything; `strong` refuses weak (`W/`) tags. A malformed list
 /// matches nothing.
-fn etag_list_matches(list: &str, etag: &str, strong: bool) -> bool {
+fn etag_list_matches(list: &str, etag: &[u8], strong: bool) -> bool {
     let list = list.trim();
     if list == "*" {
         return true;
@@ -299,7 +342,7 @@ fn etag_list_matches(list: &str, etag: &str, strong: bool) -> bool {
             return false;
         };
         let tag = &rest[..close + 2];
-        if tag == etag && !(strong && weak) {
+        if tag.as_bytes() == etag && !(strong && weak) {
             return true;
         }
         rest = &body[close + 1..];
@@ -330,7 +373,7 @@ mod tests {
 
     #[test]
     fn etag_lists() {
-        let e = "\"1-2-3\"";
+        let e = b"\"1-2-3\"";
         assert!(etag_list_matches("*", e, true));
         assert!(etag_list_matches("\"1-2-3\"", e, true));
         assert!(etag_list_matches("\"x\", \"1-2-3\"", e, true));

@@ -62,16 +62,29 @@
 //! # Security
 //!
 //! Paths are checked after percent-decoding: `..`, `.`, empty segments,
-//! encoded `/` or `\`, backslashes and NUL are refused with `403`. The path
-//! is then walked down from the canonical root, and every symlink on it must
-//! resolve under the root, so a symlink inside the root pointing outside it
-//! is refused too (`403`). The check and the `open` are not atomic: someone
-//! who can rename directories inside the root while it is served could race
-//! it. Whoever can write the root can do that; a downloaded folder's
-//! *content* is another matter, and is never run (see above).
+//! encoded `/` or `\`, backslashes and NUL are refused with `403`. The file
+//! is then opened in one call that refuses any symlink on its path (Linux's
+//! `openat2`, `RESOLVE_NO_SYMLINKS`): a path of plain names with no symlink
+//! stays under the root. A path that holds a symlink (or a platform without
+//! that call) is walked down from the canonical root, and every symlink on
+//! it must resolve under the root, so a symlink inside the root pointing
+//! outside it is refused too (`403`). That walk and its `open` are not
+//! atomic: someone who can rename directories inside the root while it is
+//! served could race it. Whoever can write the root can do that; a
+//! downloaded folder's *content* is another matter, and is never run (see
+//! above). On Linux files are opened without blocking: a FIFO is no regular
+//! file (`404`), and never holds a worker until some writer comes.
+//!
+//! A file opened through no symlink is kept open for later requests, and
+//! reused only while an `lstat` of its path finds a regular file with the
+//! same device and inode (`files.rs`): a file replaced, deleted or turned
+//! into a symlink is resolved afresh; one changed in place keeps its inode,
+//! and its ETag follows its new size and time. Kept files unused for 5 to
+//! 10 s are closed.
 
 mod body;
 mod conn;
+mod files;
 mod handler;
 mod os;
 mod path;
@@ -92,6 +105,7 @@ use tokio::sync::{watch, Semaphore};
 use tokio::task::{JoinHandle, JoinSet};
 
 use crate::{Error, Result};
+use files::OpenFiles;
 use handler::Site;
 pub use os::raise_open_files;
 pub use stores::{list_stores, ListedStore};
@@ -255,7 +269,12 @@ pub fn start(cfg: ServeConfig) -> Result<ServerHandle> {
     let (stop, stopped) = watch::channel(false);
     let counts = Arc::new(Counts::default());
     let shared = Arc::new(Shared {
-        site: Arc::new(Site { root, assets: cfg.assets, store_depth: cfg.store_depth }),
+        site: Arc::new(Site {
+            root,
+            assets: cfg.assets,
+            store_depth: cfg.store_depth,
+            files: OpenFiles::default(),
+        }),
         verbose: cfg.verbose,
         head_timeout: cfg.head_timeout,
         idle_timeout: cfg.idle_timeout,
@@ -381,11 +400,17 @@ async fn accept_loop(
 ) {
     let permits = Arc::new(Semaphore::new(max_connections));
     let mut conns = JoinSet::new();
+    let mut sweep = tokio::time::interval(files::SWEEP_EVERY);
+    sweep.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         while conns.try_join_next().is_some() {}
         let accepted = tokio::select! {
             biased;
             _ = stopped.wait_for(|s| *s) => break,
+            _ = sweep.tick() => {
+                shared.site.files.sweep();
+                continue;
+            }
             a = listener.accept() => a,
         };
         let (stream, peer) = match accepted {

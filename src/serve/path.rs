@@ -3,12 +3,19 @@
 //!
 //! Two gates: the URL path is checked segment by segment *after*
 //! percent-decoding (so `%2e%2e` and `%2f` cannot smuggle `..` or a separator
-//! past the check), then the path is walked down from the canonical root and
-//! every symlink on it must resolve under the root (so a symlink inside the
-//! root that points outside is refused too).
+//! past the check), then no symlink on the path may lead out of the canonical
+//! root (so a symlink inside the root that points outside is refused too).
+//! The second gate is one system call where the platform has it (open the
+//! path refusing any symlink on it: a path of plain names with no symlink
+//! stays under the root); a path that does hold a symlink is walked segment
+//! by segment, and each symlink must resolve under the root.
 
+use std::borrow::Cow;
 use std::fs::{File, Metadata};
 use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
+
+use super::os;
 
 /// Why a request path was refused before touching the file system.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -20,23 +27,33 @@ pub(crate) enum Refused {
     Forbidden,
 }
 
-/// The path part of a request target, split into decoded segments.
+/// The path part of a request target, decoded and checked.
 ///
-/// `trailing_slash` records a path ending in `/` (a directory-style URL).
+/// Borrowed from the request when it holds no percent-encoding (a store
+/// reader's requests never do), so the common request allocates nothing here.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct UrlPath {
-    pub segments: Vec<String>,
-    pub trailing_slash: bool,
+pub(crate) struct UrlPath<'a> {
+    /// The decoded path without its leading `/`, its trailing `/` kept
+    /// (`""` for the root): plain names joined by `/`, so splitting it on
+    /// `/` gives back the checked segments.
+    relative: Cow<'a, str>,
 }
 
-impl UrlPath {
+impl UrlPath<'_> {
     /// The decoded path without its leading `/` (`""` for the root).
-    pub fn relative(&self) -> String {
-        let mut s = self.segments.join("/");
-        if self.trailing_slash && !s.is_empty() {
-            s.push('/');
-        }
-        s
+    pub fn relative(&self) -> &str {
+        &self.relative
+    }
+
+    /// The path ends in `/` (a directory-style URL; the root included).
+    pub fn trailing_slash(&self) -> bool {
+        self.relative.is_empty() || self.relative.ends_with('/')
+    }
+
+    /// The decoded segments (no empty one for a trailing `/`).
+    #[cfg(test)]
+    fn segments(&self) -> Vec<&str> {
+        self.relative.split('/').filter(|s| !s.is_empty()).collect()
     }
 }
 
@@ -50,33 +67,35 @@ impl UrlPath {
 ///
 /// [`Refused::Malformed`] for bad percent-encoding or non-UTF-8 bytes,
 /// [`Refused::Forbidden`] for a segment that is not a plain name.
-pub(crate) fn parse_url_path(raw: &str) -> Result<UrlPath, Refused> {
+pub(crate) fn parse_url_path(raw: &str) -> Result<UrlPath<'_>, Refused> {
     let Some(rest) = raw.strip_prefix('/') else {
         return Err(Refused::Forbidden);
     };
-    if rest.is_empty() {
-        return Ok(UrlPath { segments: Vec::new(), trailing_slash: true });
-    }
-    let parts: Vec<&str> = rest.split('/').collect();
-    let last = parts.len() - 1;
-    let mut segments = Vec::with_capacity(parts.len());
-    let mut trailing_slash = false;
-    for (i, part) in parts.iter().enumerate() {
+    let encoded = rest.contains('%');
+    let mut decoded = String::new();
+    let mut parts = rest.split('/').peekable();
+    while let Some(part) = parts.next() {
+        let last = parts.peek().is_none();
         if part.is_empty() {
-            if i == last {
-                trailing_slash = true;
-                continue;
+            if last {
+                break;
             }
             // `//etc/passwd`, `/a//b`: never produced by a sane client.
             return Err(Refused::Forbidden);
         }
-        let seg = percent_decode(part)?;
+        let seg = if encoded { percent_decode(part)? } else { Cow::Borrowed(part) };
         if !is_plain_name(&seg) {
             return Err(Refused::Forbidden);
         }
-        segments.push(seg);
+        if encoded {
+            decoded.push_str(&seg);
+            if !last {
+                decoded.push('/');
+            }
+        }
     }
-    Ok(UrlPath { segments, trailing_slash })
+    let relative = if encoded { Cow::Owned(decoded) } else { Cow::Borrowed(rest) };
+    Ok(UrlPath { relative })
 }
 
 fn is_plain_name(seg: &str) -> bool {
@@ -87,9 +106,9 @@ fn is_plain_name(seg: &str) -> bool {
     matches!((comps.next(), comps.next()), (Some(Component::Normal(c)), None) if c == seg)
 }
 
-fn percent_decode(s: &str) -> Result<String, Refused> {
+fn percent_decode(s: &str) -> Result<Cow<'_, str>, Refused> {
     if !s.contains('%') {
-        return Ok(s.to_owned());
+        return Ok(Cow::Borrowed(s));
     }
     let b = s.as_bytes();
     let mut out = Vec::with_capacity(b.len());
@@ -107,7 +126,7 @@ fn percent_decode(s: &str) -> Result<String, Refused> {
             i += 1;
         }
     }
-    String::from_utf8(out).map_err(|_| Refused::Malformed)
+    String::from_utf8(out).map(Cow::Owned).map_err(|_| Refused::Malformed)
 }
 
 /// Percent-encode one path segment for use in a URL (RFC 3986 unreserved
@@ -127,11 +146,14 @@ pub(crate) fn percent_encode_segment(seg: &str) -> String {
 /// A regular file inside the root, opened.
 #[derive(Debug)]
 pub(crate) struct OpenFile {
-    pub file: File,
-    /// Metadata of the opened handle: what we stat is what we send.
+    /// Shared: the server keeps files open between requests (`files.rs`).
+    pub file: Arc<File>,
+    /// Metadata of the opened file (of its inode): what we stat is what we send.
     pub meta: Metadata,
     /// Its path under the root, with symlinks resolved.
     pub path: PathBuf,
+    /// Reached through no symlink.
+    pub direct: bool,
 }
 
 /// Why a checked URL path names no servable file.
@@ -143,20 +165,41 @@ pub(crate) enum NotServed {
     Missing,
 }
 
-/// Find the regular file `segments` names under `root` (which must already be
+/// Find the regular file that `relative` (plain names joined by `/`, as
+/// [`UrlPath::relative`] gives) names under `root` (which must already be
 /// canonical), following symlinks only while they stay inside `root`.
 ///
-/// Walks down from the root one segment at a time: a segment that is not a
-/// symlink keeps the path under the root (segments are plain names), and a
-/// symlink is resolved in full and must land under the root. So a request
-/// costs one `lstat` per segment, not a `readlink` per component of the
-/// root's own path, as canonicalizing the whole path would.
-pub(crate) fn resolve(root: &Path, segments: &[String]) -> Result<OpenFile, NotServed> {
-    if segments.is_empty() {
+/// The path is first opened in one call that refuses any symlink on it; only
+/// a path that holds one (or a platform without that call) is walked down from
+/// the root one segment at a time: a segment that is not a symlink keeps the
+/// path under the root, and a symlink is resolved in full and must land under
+/// the root. The walk costs an `lstat` per segment; canonicalizing the whole
+/// path would cost a `readlink` per component of the root's own path.
+pub(crate) fn resolve(root: &Path, relative: &str) -> Result<OpenFile, NotServed> {
+    if relative.is_empty() {
         return Err(NotServed::Missing);
     }
+    let mut path = root.join(relative);
+    let (file, direct) = match os::open_without_symlinks(&path) {
+        Ok(Some(file)) => (file, true),
+        // No symlink was in the way: the walk could only fail the same way.
+        Err(_) => return Err(NotServed::Missing),
+        Ok(None) => {
+            path = walk(root, relative)?;
+            (os::open_read(&path).map_err(|_| NotServed::Missing)?, false)
+        }
+    };
+    match file.metadata() {
+        Ok(meta) if meta.is_file() => Ok(OpenFile { file: Arc::new(file), meta, path, direct }),
+        _ => Err(NotServed::Missing),
+    }
+}
+
+/// `relative` under `root` with every symlink on it resolved, if each one
+/// stays under `root`.
+fn walk(root: &Path, relative: &str) -> Result<PathBuf, NotServed> {
     let mut path = root.to_path_buf();
-    for seg in segments {
+    for seg in relative.split('/') {
         path.push(seg);
         let meta = std::fs::symlink_metadata(&path).map_err(|_| NotServed::Missing)?;
         if meta.file_type().is_symlink() {
@@ -166,11 +209,7 @@ pub(crate) fn resolve(root: &Path, segments: &[String]) -> Result<OpenFile, NotS
             }
         }
     }
-    let file = File::open(&path).map_err(|_| NotServed::Missing)?;
-    match file.metadata() {
-        Ok(meta) if meta.is_file() => Ok(OpenFile { file, meta, path }),
-        _ => Err(NotServed::Missing),
-    }
+    Ok(path)
 }
 
 #[cfg(test)]
@@ -178,7 +217,7 @@ mod tests {
     use super::*;
 
     fn segs(raw: &str) -> Result<Vec<String>, Refused> {
-        parse_url_path(raw).map(|p| p.segments)
+        parse_url_path(raw).map(|p| p.segments().into_iter().map(str::to_owned).collect())
     }
 
     #[test]
@@ -187,9 +226,13 @@ mod tests {
         assert_eq!(segs("/a%20b/c").unwrap(), ["a b", "c"]);
         assert_eq!(segs("/").unwrap(), Vec::<String>::new());
         let p = parse_url_path("/dir/").unwrap();
-        assert!(p.trailing_slash);
+        assert!(p.trailing_slash());
         assert_eq!(p.relative(), "dir/");
+        assert!(!parse_url_path("/dir").unwrap().trailing_slash());
         assert_eq!(parse_url_path("/").unwrap().relative(), "");
+        assert!(parse_url_path("/").unwrap().trailing_slash());
+        assert_eq!(parse_url_path("/a%20b/c%2Ed/").unwrap().relative(), "a b/c.d/");
+        assert!(matches!(parse_url_path("/a/b").unwrap().relative, Cow::Borrowed("a/b")));
         assert_eq!(segs("/..a/b..").unwrap(), ["..a", "b.."]);
     }
 

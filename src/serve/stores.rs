@@ -74,9 +74,12 @@ pub(crate) fn find_stores(root: &Path, max_depth: usize) -> Vec<StoreEntry> {
         let files: Vec<(&'static str, u64)> = STORE_FILES
             .iter()
             .filter_map(|&name| {
-                let mut segs = rel.clone();
-                segs.push(name.to_owned());
-                resolve(root, &segs).ok().map(|f| (name, f.meta.len()))
+                let mut path = rel.join("/");
+                if !path.is_empty() {
+                    path.push('/');
+                }
+                path.push_str(name);
+                resolve(root, &path).ok().map(|f| (name, f.meta.len()))
             })
             .collect();
         if files.first().is_some_and(|(n, _)| *n == "meta.zr") {

@@ -8,19 +8,17 @@
 //! that key. From then on every request must be signed with it.
 #![allow(dead_code)]
 
-use std::net::{TcpListener, TcpStream};
+use crate::buckets::{free_port, installed, Emulator, Service};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
 
 /// A running moto server with one private bucket; stopped (by PID) when dropped.
 pub struct Moto {
-    child: Child,
+    service: Service,
     pub endpoint: String,
     pub key: String,
     pub secret: String,
     pub bucket: String,
-    log: tempfile::NamedTempFile,
 }
 
 fn venv() -> PathBuf {
@@ -37,38 +35,19 @@ impl Moto {
     /// Start moto on a free port, create the key and the bucket `zrecord-test`.
     pub fn start() -> Moto {
         let venv = venv();
-        let server = venv.join("bin/moto_server");
-        assert!(server.exists(), "{} missing: run .ci/install (it makes the moto venv)", server.display());
-        let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let log = tempfile::NamedTempFile::new().unwrap();
-        let child = Command::new(&server)
-            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
-            .env("INITIAL_NO_AUTH_ACTION_COUNT", "3")
-            .stdin(Stdio::null())
-            .stdout(log.reopen().unwrap())
-            .stderr(log.reopen().unwrap())
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot start {}: {e}", server.display()));
-        let endpoint = format!("http://127.0.0.1:{port}");
+        let server = installed(&venv.join("bin/moto_server"), "the moto venv");
+        let port = free_port();
+        let mut cmd = Command::new(server);
+        cmd.args(["-H", "127.0.0.1", "-p", &port.to_string()]).env("INITIAL_NO_AUTH_ACTION_COUNT", "3");
+        let service = Service::start("moto", cmd, port);
+        let endpoint = service.endpoint();
         let mut moto = Moto {
-            child,
+            service,
             endpoint,
             key: String::new(),
             secret: String::new(),
             bucket: "zrecord-test".into(),
-            log,
         };
-        let t0 = Instant::now();
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            if let Ok(Some(status)) = moto.child.try_wait() {
-                panic!(
-                    "moto exited with {status}: {}",
-                    std::fs::read_to_string(moto.log.path()).unwrap_or_default()
-                );
-            }
-            assert!(t0.elapsed() < Duration::from_secs(60), "moto did not start");
-            std::thread::sleep(Duration::from_millis(50));
-        }
         let setup = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/moto/setup.py");
         let out = Command::new(venv.join("bin/python"))
             .arg(setup)
@@ -80,11 +59,6 @@ impl Moto {
         moto.key = v["key"].as_str().unwrap().to_string();
         moto.secret = v["secret"].as_str().unwrap().to_string();
         moto
-    }
-
-    /// `s3://zrecord-test/{path}`
-    pub fn url(&self, path: &str) -> String {
-        format!("s3://{}/{path}", self.bucket)
     }
 
     /// `http://127.0.0.1:PORT/zrecord-test/{path}`: the same object, unsigned.
@@ -104,14 +78,21 @@ impl Moto {
             .env("AWS_ALLOW_HTTP", "true")
             .env("AWS_REGION", "us-east-1");
     }
+}
+
+impl Emulator for Moto {
+    /// `s3://zrecord-test/{path}`
+    fn url(&self, path: &str) -> String {
+        format!("s3://{}/{path}", self.bucket)
+    }
 
     /// As [`Moto::env_with`], the right keys.
-    pub fn env(&self, cmd: &mut Command) {
+    fn env(&self, cmd: &mut Command) {
         self.env_with(cmd, &self.secret.clone());
     }
 
     /// The same settings as object_store configuration, for in-process clients.
-    pub fn config(&self) -> Vec<(String, String)> {
+    fn config(&self) -> Vec<(String, String)> {
         [
             ("aws_access_key_id", self.key.as_str()),
             ("aws_secret_access_key", self.secret.as_str()),
@@ -122,12 +103,5 @@ impl Moto {
         .into_iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect()
-    }
-}
-
-impl Drop for Moto {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
