@@ -24,6 +24,9 @@
 //! cargo bench --bench serve_load -- --secs 5 --rounds 2 --clients 50,1000
 //! ```
 
+#[path = "../tests/common/nginx.rs"]
+mod nginx;
+
 use std::io::{BufRead as _, BufReader};
 use std::net::SocketAddr;
 use std::path::Path;
@@ -85,17 +88,7 @@ struct Server {
 
 impl Drop for Server {
     fn drop(&mut self) {
-        // SIGTERM lets nginx's master stop its workers (SIGKILL would orphan them).
-        let _ = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
-        let t0 = Instant::now();
-        while t0.elapsed() < Duration::from_secs(5) {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        nginx::terminate(&mut self.child);
     }
 }
 
