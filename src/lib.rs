@@ -25,6 +25,7 @@ cfg_if::cfg_if! {
         pub mod sys;
         pub mod writer;
         pub mod train;
+        mod work;
         pub use reader::{Backend, OpenOptions, Store};
         pub use writer::{CreateOptions, Writer};
     }
