@@ -21,7 +21,7 @@ use std::cell::RefCell;
 use std::fs::{File, TryLockError};
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 /// zstd level loaderx uses for the `zstd` codec.
@@ -527,40 +527,35 @@ impl Writer {
         bounds
     }
 
-    /// Encode chunks on the thread pool and write them at the data tail in
-    /// order as they finish. Each thread takes the next chunk not yet taken
-    /// (so chunks finish nearly in order and the small last ones last); the
-    /// thread that finishes the chunk due writes it, and every later one
-    /// already done (as loaderx's lanes each write their own frames). No
-    /// writer thread: handing each chunk to one cost a thread wake-up per
-    /// chunk (4% of level-3 image writes in perf, in context switches).
-    /// Nothing is recorded here; on error the bytes past the tail are garbage
-    /// that the next append overwrites.
+    /// Encode chunks on the calling thread and the pool ([`crate::work::share`])
+    /// and write them at the data tail in order as they finish. Threads take
+    /// chunks in order, so chunks finish nearly in order and the small last
+    /// ones last; the thread that finishes the chunk due writes it, and every
+    /// later one already done (as loaderx's lanes each write their own
+    /// frames). No writer thread: handing each chunk to one cost a thread
+    /// wake-up per chunk (4% of level-3 image writes in perf, in context
+    /// switches). Nothing is recorded here; on error the bytes past the tail
+    /// are garbage that the next append overwrites.
     fn encode_in_order<F>(&self, encoded: &[Mutex<EncodedChunk>], encode_chunk: &F) -> Result<()>
     where
         F: Fn(usize, &mut EncodedChunk) -> Result<()> + Sync,
     {
-        let taken = AtomicUsize::new(0);
         let failed = AtomicBool::new(false);
         let order =
             Mutex::new(InOrder { done: vec![false; encoded.len()], next: 0, at: self.tail, writing: false });
-        let work = || -> Result<()> {
-            while !failed.load(Ordering::Relaxed) {
-                let c = taken.fetch_add(1, Ordering::Relaxed);
-                if c >= encoded.len() {
-                    break;
-                }
-                // (The chunk's lock is released before `write_due` takes it.)
-                let encoded_c = encode_chunk(c, &mut lock(&encoded[c]));
-                let result = encoded_c.and_then(|()| self.write_due(&order, encoded, c));
-                if result.is_err() {
-                    failed.store(true, Ordering::Relaxed);
-                    return result;
-                }
+        let one = |c: usize| -> Result<()> {
+            if failed.load(Ordering::Relaxed) {
+                return Ok(()); // the first error is returned; the rest is not worth encoding
             }
-            Ok(())
+            // (The chunk's lock is released before `write_due` takes it.)
+            let encoded_c = encode_chunk(c, &mut lock(&encoded[c]));
+            let result = encoded_c.and_then(|()| self.write_due(&order, encoded, c));
+            if result.is_err() {
+                failed.store(true, Ordering::Relaxed);
+            }
+            result
         };
-        (0..rayon::current_num_threads()).into_par_iter().with_max_len(1).try_for_each(|_| work())
+        crate::work::share(0..encoded.len(), one)
     }
 
     /// Mark chunk `c` encoded; unless another thread is writing, write every
@@ -642,11 +637,7 @@ impl Writer {
             // In place: the calling thread writes (`rayon::join` from outside
             // the pool would hand both halves to the pool and sleep, two
             // thread hand-offs per append), the pool hashes.
-            static POOL: std::sync::OnceLock<rayon::ThreadPool> = std::sync::OnceLock::new();
-            let pool = POOL.get_or_init(|| {
-                rayon::ThreadPoolBuilder::new().num_threads(rayon::current_num_threads() - 1).build().unwrap()
-            });
-            pool.in_place_scope(|scope| {
+            rayon::in_place_scope(|scope| {
                 scope.spawn(|_| hash(&mut sums, true));
                 self.write_data(self.tail, window)
             })?;
