@@ -18,7 +18,9 @@ and NumPy costs, and gets:
 * its natural codec set: raw, and zstd where the store has one (HDF5 has
   gzip, not zstd, in h5py; LMDB and NumPy have no codec);
 * writes timed from the first append through finalize (close, commit);
-  dictionary training and schema set-up are untimed;
+  dictionary training and schema set-up are untimed; a write under
+  ``SHORT_WRITE_S`` is timed five times (best of five; page-cache write-back
+  makes any one of them up to 10x slower), as ``benches/python/bench.py`` does;
 * before timing, a warm sweep (every record read once, page cache warm) and
   every batch that will be timed checked against the source records;
 * gathers timed in ``--rounds`` interleaved rounds (each row once per round,
@@ -54,6 +56,8 @@ REPO = Path(__file__).resolve().parents[2]
 HOME = Path(os.environ.get("HOME", "/root"))
 BATCH = 256
 CORES = os.cpu_count() or 1
+# Writes shorter than this (seconds) are timed five times, the best kept.
+SHORT_WRITE_S = 0.5
 
 sys.path.insert(0, str(REPO / "benches" / "python"))
 sys.path.insert(0, str(REPO / "benches" / "field"))
@@ -671,6 +675,22 @@ def median(v):
     return v[len(v) // 2] if len(v) % 2 else (v[len(v) // 2 - 1] + v[len(v) // 2]) / 2
 
 
+def timed_write(be, path, w):
+    """Seconds `be` takes to write `w` to `path`; a short write is timed
+    again (to a copy deleted at once) until five, and the best is kept."""
+    t0 = time.perf_counter()
+    be.write(path, w)
+    best = time.perf_counter() - t0
+    if best < SHORT_WRITE_S:
+        for k in range(4):
+            again = f"{path}.again{k}"
+            t0 = time.perf_counter()
+            be.write(again, w)
+            best = min(best, time.perf_counter() - t0)
+            shutil.rmtree(again)
+    return best
+
+
 def run_workload(name, n, args, root):
     seed = 7
     print(f"\n== {name}: generating {n} records (load {load_average()})", file=sys.stderr, flush=True)
@@ -691,9 +711,7 @@ def run_workload(name, n, args, root):
         path = os.path.join(root, f"{be.system}-{be.codec}")
         try:
             be.prepare(w)
-            t0 = time.perf_counter()
-            be.write(path, w)
-            row.write_s = time.perf_counter() - t0
+            row.write_s = timed_write(be, path, w)
             row.disk = dir_bytes(path)
             be.open(path, w)
             # Warm sweep: every record once. Its rate sizes this row's batch set
