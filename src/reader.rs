@@ -70,10 +70,11 @@ const PAR_BYTES_RAW: usize = 4 << 20;
 const PAR_BYTES_ZSTD: usize = 128 << 10;
 /// Rows of a Dense gather one task copies when the gather fans out.
 const ROWS_PER_TASK: usize = 64;
-/// Parts per thread a parallel Ragged gather is cut into ([`for_each_span`]):
-/// measured on 256 token records from Python, 4 to 8 did best, 16 and 32
-/// lost 10-20% to taking parts.
-const SPAN_PARTS: usize = 6;
+/// The smallest part a parallel Ragged gather is cut into ([`for_each_span`],
+/// unless one record is larger): about 8 token records, 5 µs of decoding.
+/// (Fixed counts of 12 to 24 parts of 256 token records did best; 32 and 64
+/// lost 10-20% to taking parts.)
+const MIN_PART_BYTES: usize = 4 << 10;
 /// How far ahead of its copy a Dense row's bytes are asked for (see
 /// [`prefetch_ahead`]).
 const PREFETCH_ROWS: usize = 8;
@@ -576,17 +577,21 @@ where
     if !parallel {
         return run((0, 0, buf, spans));
     }
-    let per = spans.len().div_ceil(SPAN_PARTS * rayon::current_num_threads()).max(1);
+    let bounds = work::guided(spans.len(), buf.len(), |k| spans[k].len(), usize::MAX, MIN_PART_BYTES);
     let mut rest = buf;
     let mut base = 0;
-    let parts = spans.chunks(per).enumerate().map(move |(g, group)| {
-        let end = group.last().map_or(base, |s| s.end);
-        let (part, tail) = std::mem::take(&mut rest).split_at_mut(end - base);
-        let item = (g * per, base, part, group);
-        (rest, base) = (tail, end);
-        item
-    });
-    work::share(parts, run)
+    let parts: Vec<_> = bounds
+        .windows(2)
+        .map(|w| {
+            let group = &spans[w[0]..w[1]];
+            let end = group.last().map_or(base, |s| s.end);
+            let (part, tail) = std::mem::take(&mut rest).split_at_mut(end - base);
+            let item = (w[0], base, part, group);
+            (rest, base) = (tail, end);
+            item
+        })
+        .collect();
+    work::share(parts.into_iter(), run)
 }
 
 /// Random rows miss the cache one after the other. Before copying row `j` of

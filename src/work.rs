@@ -7,7 +7,10 @@
 //! reached 55% of the libzstd limit that way, 64% as done here). Here the
 //! calling thread starts on the first part at once, one task per other pool
 //! thread joins it when that thread wakes, and every thread takes the next
-//! part not yet taken, in order. The pool's threads leave the last parts to
+//! part not yet taken, in order. Parts shrink towards the end ([`guided`]),
+//! so no thread idles long while another finishes a big one (fixed counts of
+//! 147 KiB images a part left one thread idle for up to 20 images). The
+//! pool's threads leave the last part to
 //! the calling thread, so that it is the one still working at the end:
 //! when it finished first it slept until the last part was done, and waking
 //! it cost more than the part.
@@ -52,4 +55,32 @@ where
         Some(e) => Err(e),
         None => Ok(()),
     }
+}
+
+/// Where the parts of `n` items (`bytes` in all, item `k` being `len(k)`
+/// bytes) start, and where the last one ends (guided scheduling): each part
+/// about half of what is left per thread, at most `most` and at least
+/// `least` bytes (or one item), so parts taken in order end small.
+pub(crate) fn guided(
+    n: usize,
+    bytes: usize,
+    len: impl Fn(usize) -> usize,
+    most: usize,
+    least: usize,
+) -> Vec<usize> {
+    let threads = rayon::current_num_threads();
+    let mut bounds = vec![0];
+    let (mut k, mut rest) = (0, bytes);
+    while k < n {
+        let want = most.min(rest / (2 * threads)).max(least);
+        let mut got = len(k);
+        k += 1;
+        while k < n && got + len(k) <= want {
+            got += len(k);
+            k += 1;
+        }
+        rest = rest.saturating_sub(got);
+        bounds.push(k);
+    }
+    bounds
 }

@@ -493,14 +493,12 @@ impl Writer {
 
     /// Where the chunks of a window of `n` records (`bytes` logical bytes)
     /// start, and where the last one ends: one chunk for small windows;
-    /// otherwise chunks of about [`CHUNK_BYTES`] ([`RAW_CHUNK_BYTES`] raw,
+    /// otherwise chunks of at most [`CHUNK_BYTES`] ([`RAW_CHUNK_BYTES`] raw,
     /// [`SLOW_CHUNK_BYTES`] at slow levels), shrinking towards the end of the
-    /// window to half of what is left per thread (guided scheduling):
-    /// threads take chunks in order, so the last ones to finish are small and
-    /// no thread idles long while another finishes a big one. (Against fixed
-    /// chunks split by rayon, level-3 image writes measured the same within
-    /// this machine's noise, ±3%; chunks now also finish in order, so writes
-    /// follow the encoding instead of waiting for the first half.)
+    /// window ([`crate::work::guided`]). (Against fixed chunks split by
+    /// rayon, level-3 image writes measured the same within this machine's
+    /// noise, ±3%; chunks now also finish in order, so writes follow the
+    /// encoding instead of waiting for the first half.)
     fn chunk_bounds(&self, n: usize, bytes: usize, logical_len: impl Fn(usize) -> usize) -> Vec<usize> {
         if n < 2 || bytes < PARALLEL_BYTES {
             return vec![0, n];
@@ -510,21 +508,7 @@ impl Writer {
             _ if self.level >= SLOW_LEVEL => SLOW_CHUNK_BYTES,
             _ => CHUNK_BYTES,
         };
-        let threads = rayon::current_num_threads();
-        let mut bounds = vec![0];
-        let (mut k, mut rest) = (0, bytes);
-        while k < n {
-            let want = target.min(rest / (2 * threads)).max(MIN_CHUNK_BYTES);
-            let mut got = logical_len(k);
-            k += 1;
-            while k < n && got + logical_len(k) <= want {
-                got += logical_len(k);
-                k += 1;
-            }
-            rest -= got;
-            bounds.push(k);
-        }
-        bounds
+        crate::work::guided(n, bytes, logical_len, target, MIN_CHUNK_BYTES)
     }
 
     /// Encode chunks on the calling thread and the pool ([`crate::work::share`])
