@@ -1,19 +1,20 @@
-//! Sharing one gather's parts between the calling thread and the pool.
+//! Sharing one gather's (or one append's) parts between the calling thread
+//! and the pool.
 //!
 //! A gather of a few hundred small records is 50-200 µs of work. Handed to
 //! rayon from outside its pool (`par_iter`, `join`), the calling thread
 //! sleeps while pool threads wake, split the work, and wake it again: the
 //! wake-ups sit on the critical path (a Python gather of Ragged tokens
-//! reached 55% of the libzstd limit that way, 64% as done here). Here the
-//! calling thread starts on the first part at once, one task per other pool
-//! thread joins it when that thread wakes, and every thread takes the next
-//! part not yet taken, in order. Parts shrink towards the end ([`guided`]),
-//! so no thread idles long while another finishes a big one (fixed counts of
-//! 147 KiB images a part left one thread idle for up to 20 images). The
-//! pool's threads leave the last part to
-//! the calling thread, so that it is the one still working at the end:
-//! when it finished first it slept until the last part was done, and waking
-//! it cost more than the part.
+//! reached 55-57% of the libzstd limit that way, 63-66% this way,
+//! interleaved in one process). Here the calling thread starts on the first
+//! part at once, one task per other pool thread joins it when that thread
+//! wakes, and every thread takes the next part not yet taken, in order.
+//! Parts shrink towards the end ([`guided`]), so no thread idles long while
+//! another finishes a big one (fixed counts of 147 KiB images a part left
+//! one thread idle for up to 20 images). The pool's threads leave the last
+//! part to the calling thread, so that it is the one still working at the
+//! end: when it finished first it slept until the last part was done, and
+//! waking it cost more than the part.
 
 use crate::Result;
 use std::sync::{Mutex, PoisonError};
