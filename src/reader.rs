@@ -577,21 +577,18 @@ where
     if !parallel {
         return run((0, 0, buf, spans));
     }
-    let bounds = work::guided(spans.len(), buf.len(), |k| spans[k].len(), usize::MAX, MIN_PART_BYTES);
     let mut rest = buf;
     let mut base = 0;
-    let parts: Vec<_> = bounds
-        .windows(2)
-        .map(|w| {
-            let group = &spans[w[0]..w[1]];
+    let parts =
+        work::guided(spans.len(), rest.len(), |k| spans[k].len(), usize::MAX, MIN_PART_BYTES).map(move |r| {
+            let group = &spans[r.clone()];
             let end = group.last().map_or(base, |s| s.end);
             let (part, tail) = std::mem::take(&mut rest).split_at_mut(end - base);
-            let item = (w[0], base, part, group);
+            let item = (r.start, base, part, group);
             (rest, base) = (tail, end);
             item
-        })
-        .collect();
-    work::share(parts.into_iter(), run)
+        });
+    work::share(parts, run)
 }
 
 /// Random rows miss the cache one after the other. Before copying row `j` of

@@ -17,40 +17,50 @@
 //! waking it cost more than the part.
 
 use crate::Result;
-use std::sync::{Mutex, PoisonError};
+use std::iter::Peekable;
+use std::ops::Range;
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
-/// Parts the pool's threads leave for the calling thread.
-const LEFT_TO_CALLER: usize = 1;
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
 
 /// Call `work` on every part, on the calling thread and
 /// `rayon::current_num_threads() - 1` pool tasks; the first error is
-/// returned (parts not yet taken by then are still done).
-pub(crate) fn share<T, F>(parts: impl ExactSizeIterator<Item = T> + Send, work: F) -> Result<()>
+/// returned (parts not yet taken by then are still done). Parts are made
+/// as they are taken: nothing is allocated per part.
+pub(crate) fn share<T, F>(parts: impl Iterator<Item = T> + Send, work: F) -> Result<()>
 where
     T: Send,
     F: Fn(T) -> Result<()> + Sync,
 {
-    let parts = Mutex::new(parts);
+    // The next part, made ahead so that a pool thread can see whether it is
+    // the last one (which it leaves to the calling thread), and the rest.
+    let queue: Mutex<(Option<T>, Peekable<_>)> = Mutex::new((None, parts.peekable()));
     let first_error = Mutex::new(None);
-    let drain = |leave: usize| loop {
+    let drain = |leave_last: bool| loop {
         // (The queue's lock is released before the part is worked on.)
         let part = {
-            let mut parts = parts.lock().unwrap_or_else(PoisonError::into_inner);
-            if parts.len() <= leave {
+            let mut queue = lock(&queue);
+            let (next, rest) = &mut *queue;
+            if next.is_none() {
+                *next = rest.next();
+            }
+            if next.is_none() || (leave_last && rest.peek().is_none()) {
                 return;
             }
-            parts.next()
+            next.take()
         };
         let Some(part) = part else { return };
         if let Err(e) = work(part) {
-            first_error.lock().unwrap_or_else(PoisonError::into_inner).get_or_insert(e);
+            lock(&first_error).get_or_insert(e);
         }
     };
     rayon::in_place_scope(|scope| {
         for _ in 1..rayon::current_num_threads() {
-            scope.spawn(|_| drain(LEFT_TO_CALLER));
+            scope.spawn(|_| drain(true));
         }
-        drain(0);
+        drain(false);
     });
     match first_error.into_inner().unwrap_or_else(PoisonError::into_inner) {
         Some(e) => Err(e),
@@ -58,9 +68,9 @@ where
     }
 }
 
-/// Where the parts of `n` items (`bytes` in all, item `k` being `len(k)`
-/// bytes) start, and where the last one ends (guided scheduling): each part
-/// about half of what is left per thread, at most `most` and at least
+/// The parts of `n` items (`bytes` in all, item `k` being `len(k)` bytes),
+/// as ranges of items, made as they are taken (guided scheduling): each
+/// part about half of what is left per thread, at most `most` and at least
 /// `least` bytes (or one item), so parts taken in order end small.
 pub(crate) fn guided(
     n: usize,
@@ -68,11 +78,14 @@ pub(crate) fn guided(
     len: impl Fn(usize) -> usize,
     most: usize,
     least: usize,
-) -> Vec<usize> {
+) -> impl Iterator<Item = Range<usize>> {
     let threads = rayon::current_num_threads();
-    let mut bounds = vec![0];
     let (mut k, mut rest) = (0, bytes);
-    while k < n {
+    std::iter::from_fn(move || {
+        if k >= n {
+            return None;
+        }
+        let start = k;
         let want = most.min(rest / (2 * threads)).max(least);
         let mut got = len(k);
         k += 1;
@@ -81,7 +94,6 @@ pub(crate) fn guided(
             k += 1;
         }
         rest = rest.saturating_sub(got);
-        bounds.push(k);
-    }
-    bounds
+        Some(start..k)
+    })
 }

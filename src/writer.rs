@@ -20,6 +20,7 @@ use rayon::prelude::*;
 use std::cell::RefCell;
 use std::fs::{File, TryLockError};
 use std::io;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
@@ -38,7 +39,7 @@ const WINDOW_RECORDS: usize = 1 << 20;
 /// levels (about 0.5 ms of work at level 3). Measured against 128 KiB (one
 /// image a chunk) at load 3, 16 alternating writes: 0.96-1.01x loaderx on
 /// 147 KiB images, against 0.94-0.95x; 1.10x on Ragged images, against 1.05x.
-/// The last chunks of a window are smaller ([`chunk_bounds`]).
+/// The last chunks of a window are smaller ([`Writer::chunk_parts`]).
 const CHUNK_BYTES: usize = 512 << 10;
 /// Chunks are not made smaller than this (unless one record is larger):
 /// below it a chunk's lock and write cost more than the balance they buy.
@@ -434,8 +435,8 @@ impl Writer {
             None => rows[k].len(),
         };
         let window_bytes: usize = (0..n).map(logical_len).sum();
-        let bounds = self.chunk_bounds(n, window_bytes, logical_len);
-        let chunks = bounds.len() - 1;
+        let parts = self.chunk_parts(n, window_bytes, logical_len);
+        let chunks = parts.len();
         // Chunk buffers are kept between windows: no fresh pages to fault in
         // and zero for every window, and one reservation per chunk instead of
         // a Vec regrowing (and copying) as frames are appended.
@@ -444,7 +445,7 @@ impl Writer {
         encoded.resize_with(chunks, Default::default);
         encoded.truncate(chunks);
         let encode_chunk = |c: usize, (out, lens): &mut EncodedChunk| -> Result<()> {
-            let range = bounds[c]..bounds[c + 1];
+            let range = parts[c].clone();
             out.clear();
             lens.clear();
             out.reserve(range.clone().map(|k| compress_bound(logical_len(k))).sum());
@@ -491,24 +492,24 @@ impl Writer {
             .map_err(|why| self.invalid(why))
     }
 
-    /// Where the chunks of a window of `n` records (`bytes` logical bytes)
-    /// start, and where the last one ends: one chunk for small windows;
+    /// The records of each chunk of a window of `n` records (`bytes` logical
+    /// bytes): one chunk for small windows;
     /// otherwise chunks of at most [`CHUNK_BYTES`] ([`RAW_CHUNK_BYTES`] raw,
     /// [`SLOW_CHUNK_BYTES`] at slow levels), shrinking towards the end of the
     /// window ([`crate::work::guided`]). (Against fixed chunks split by
     /// rayon, level-3 image writes measured the same within this machine's
     /// noise, ±3%; chunks now also finish in order, so writes follow the
     /// encoding instead of waiting for the first half.)
-    fn chunk_bounds(&self, n: usize, bytes: usize, logical_len: impl Fn(usize) -> usize) -> Vec<usize> {
+    fn chunk_parts(&self, n: usize, bytes: usize, logical_len: impl Fn(usize) -> usize) -> Vec<Range<usize>> {
         if n < 2 || bytes < PARALLEL_BYTES {
-            return vec![0, n];
+            return std::iter::once(0..n).collect();
         }
         let target = match self.codec {
             Codec::Raw => RAW_CHUNK_BYTES,
             _ if self.level >= SLOW_LEVEL => SLOW_CHUNK_BYTES,
             _ => CHUNK_BYTES,
         };
-        crate::work::guided(n, bytes, logical_len, target, MIN_CHUNK_BYTES)
+        crate::work::guided(n, bytes, logical_len, target, MIN_CHUNK_BYTES).collect()
     }
 
     /// Encode chunks on the calling thread and the pool ([`crate::work::share`])
