@@ -19,16 +19,19 @@
 use crate::Result;
 use std::iter::Peekable;
 use std::ops::Range;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+/// Lock a mutex whose holder may have panicked (what it guards stays whole:
+/// its users leave it consistent between statements).
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// Call `work` on every part, on the calling thread and
-/// `rayon::current_num_threads() - 1` pool tasks; the first error is
-/// returned (parts not yet taken by then are still done). Parts are made
-/// as they are taken: nothing is allocated per part.
+/// `rayon::current_num_threads() - 1` pool tasks; after the first error no
+/// part is taken any more, and that error is returned. Parts are made as
+/// they are taken: nothing is allocated per part.
 pub(crate) fn share<T, F>(parts: impl Iterator<Item = T> + Send, work: F) -> Result<()>
 where
     T: Send,
@@ -38,7 +41,11 @@ where
     // the last one (which it leaves to the calling thread), and the rest.
     let queue: Mutex<(Option<T>, Peekable<_>)> = Mutex::new((None, parts.peekable()));
     let first_error = Mutex::new(None);
+    let failed = AtomicBool::new(false);
     let drain = |leave_last: bool| loop {
+        if failed.load(Ordering::Relaxed) {
+            return;
+        }
         // (The queue's lock is released before the part is worked on.)
         let part = {
             let mut queue = lock(&queue);
@@ -54,6 +61,7 @@ where
         let Some(part) = part else { return };
         if let Err(e) = work(part) {
             lock(&first_error).get_or_insert(e);
+            failed.store(true, Ordering::Relaxed);
         }
     };
     rayon::in_place_scope(|scope| {

@@ -15,6 +15,7 @@ use crate::format::{
     MAX_SCHEMA_LEN, MAX_TAIL, PAGE_SIZE,
 };
 use crate::sys::write_all_at;
+use crate::work::lock;
 use crate::{Error, Result};
 use rayon::prelude::*;
 use std::cell::RefCell;
@@ -22,8 +23,7 @@ use std::fs::{File, TryLockError};
 use std::io;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Mutex, PoisonError};
 
 /// zstd level loaderx uses for the `zstd` codec.
 pub const ZSTD_LEVEL: i32 = 3;
@@ -156,12 +156,6 @@ thread_local! {
     /// A Ragged record's prefix and payload, together, for the compressor;
     /// kept per thread so that no record allocates (and faults in) its own.
     static STAGED: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
-}
-
-/// Lock a mutex whose holder may have panicked (its data is still whole:
-/// every writer's state is consistent between statements).
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// The sidecar while a writer builds it; renamed to `sums.zr` at close.
@@ -525,22 +519,13 @@ impl Writer {
     where
         F: Fn(usize, &mut EncodedChunk) -> Result<()> + Sync,
     {
-        let failed = AtomicBool::new(false);
         let order =
             Mutex::new(InOrder { done: vec![false; encoded.len()], next: 0, at: self.tail, writing: false });
-        let one = |c: usize| -> Result<()> {
-            if failed.load(Ordering::Relaxed) {
-                return Ok(()); // the first error is returned; the rest is not worth encoding
-            }
+        crate::work::share(0..encoded.len(), |c| {
             // (The chunk's lock is released before `write_due` takes it.)
             let encoded_c = encode_chunk(c, &mut lock(&encoded[c]));
-            let result = encoded_c.and_then(|()| self.write_due(&order, encoded, c));
-            if result.is_err() {
-                failed.store(true, Ordering::Relaxed);
-            }
-            result
-        };
-        crate::work::share(0..encoded.len(), one)
+            encoded_c.and_then(|()| self.write_due(&order, encoded, c))
+        })
     }
 
     /// Mark chunk `c` encoded; unless another thread is writing, write every
