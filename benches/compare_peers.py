@@ -20,10 +20,10 @@ It then answers one JSON command per stdin line with one JSON line on stdout:
       K batches with the source records
   {"cmd": "sampler", "count": K}
       check that loaderx's own IID sampler yields the first K batches
-  {"cmd": "gather", "system": S, "codec": C, "min_s": F}
-      time consecutive batches (continuing where this row stopped last time)
-      until they add up to F seconds; answers the per-batch seconds and the
-      batch positions timed
+  {"cmd": "gather", "system": S, "codec": C, "min_s": F[, "batch": B]}
+      time consecutive batches (continuing where this row stopped last time;
+      their first B indices when B is given) until they add up to F seconds;
+      answers the per-batch seconds and the batch positions timed
   {"cmd": "rss"}     this process's peak RSS (VmHWM; see peak_rss_bytes)
   {"cmd": "quit"}
 """
@@ -156,16 +156,17 @@ class Peer:
                 raise AssertionError(f"loaderx's sampler differs from zrecord's at batch {k}")
         return {"checked": min(count, len(self.batches))}
 
-    def gather(self, system, codec, min_s):
+    def gather(self, system, codec, min_s, batch=None):
         key = (system, codec)
         _, fn, batches = self.stores[key]
+        cut = slice(None) if batch is None else slice(batch)
         cursor = self.cursors[key]
         nb = len(batches)
         lat = []
         total = 0.0
         clock = time.perf_counter
         while total < min_s:
-            b = batches[cursor % nb]
+            b = batches[cursor % nb][cut]
             cursor += 1
             t0 = clock()
             out = fn(b)

@@ -23,7 +23,9 @@ Methodology (loaderx's README, as the Rust harness ``benches/compare.rs``):
   its first batches are checked against the source records;
 * gathers through ``store[batch]`` (``__getitem__``), timed in interleaved
   rounds until each row has at least 2 s; throughput is of logical (decoded)
-  bytes; ``vs loaderx`` is the median of per-round throughput ratios.
+  bytes; ``vs loaderx`` is the median of per-round throughput ratios;
+* Dense workloads also gather smaller batches (the first 8 to 64 indices of
+  the same batches), 1 s a row.
 
 Workloads: 147 KiB CHW uint8 images from loaderx's own ``make_vision_records``
 (its sdist's ``scripts/_bench_common.py``), 2 KiB int32 token blocks (Dense,
@@ -54,6 +56,10 @@ CODECS = ["raw", "zstd", "zstd_dict"]
 BATCH = 256
 # Writes shorter than this (seconds) are timed five times per system, not two.
 SHORT_WRITE_S = 0.5
+# Smaller batches (the first indices of the same batches), timed SWEEP_S
+# seconds a row: training on images often takes 8 to 64 a step.
+SWEEP = {"dense-vision": [8, 32, 64], "dense-tokens": [16, 64]}
+SWEEP_S = 1.0
 TARGETS = {  # workload -> codec -> least gather ratio vs loaderx (same codec)
     "dense-tokens": {"raw": 1.5, "zstd": 1.2, "zstd_dict": 1.2},
     "ragged-tokens": {"raw": 1.5, "zstd": 1.2, "zstd_dict": 1.2},
@@ -202,7 +208,7 @@ def run_workload(name, n, args, work_root):
     work = Path(tempfile.mkdtemp(prefix=f"{name}-", dir=work_root))
     w.save(work, batches)
     peer = Peer(work, seed)
-    rows = []
+    rows, sweep = [], []
     try:
         assert peer("sampler", count=min(64, nbatches))["checked"] > 0
         for codec in CODECS:
@@ -238,31 +244,13 @@ def run_workload(name, n, args, work_root):
                     raise AssertionError(f"zrecord {name}/{codec}: batch {k} differs from the source")
             peer("prepare", system="loaderx", codec=codec, check=check)
             print(f"   {codec}: gathering", file=sys.stderr, flush=True)
-            ours_lat, theirs_lat, ratios = [], [], []
-            ours_bytes = theirs_bytes = 0
-            cursor = 0
-            per_round = args.min_s / args.rounds
-            for _ in range(args.rounds):
-                lat, total, first = [], 0.0, cursor
-                clock = time.perf_counter
-                while total < per_round:
-                    b = batches[cursor % nbatches]
-                    cursor += 1
-                    t0 = clock()
-                    out = fn(b)
-                    dt = clock() - t0
-                    del out
-                    total += dt
-                    lat.append(dt)
-                our_b = sum(int(w.record_bytes[batches[k % nbatches]].sum()) for k in range(first, cursor))
-                resp = peer("gather", system="loaderx", codec=codec, min_s=per_round)
-                their_b = sum(int(w.record_bytes[batches[k % nbatches]].sum())
-                              for k in range(resp["first"], resp["first"] + resp["count"]))
-                ours_lat += lat
-                theirs_lat += resp["lat"]
-                ours_bytes += our_b
-                theirs_bytes += their_b
-                ratios.append((our_b / sum(lat)) / (their_b / sum(resp["lat"])))
+            ours_lat, theirs_lat, ours_bytes, theirs_bytes, ratios = race(w, fn, peer, codec, batches, args)
+            for size in SWEEP.get(name, []):
+                o_lat, t_lat, o_b, t_b, r = race(w, fn, peer, codec, batches, args, size, min(SWEEP_S, args.min_s))
+                sweep.append({"workload": name, "codec": codec, "batch": size,
+                              "zrecord_mib_s": o_b / (1 << 20) / sum(o_lat),
+                              "loaderx_mib_s": t_b / (1 << 20) / sum(t_lat),
+                              "vs_loaderx": float(np.median(r))})
             store.close()
             mib = 1 << 20
             for system, wr, lat, nbytes in (("zrecord", ours_w, ours_lat, ours_bytes),
@@ -283,7 +271,42 @@ def run_workload(name, n, args, work_root):
         peer.close()
         shutil.rmtree(work, ignore_errors=True)
     return {"workload": name, "records": n, "logical_mib": w.logical / (1 << 20),
-            "mean_record_bytes": w.logical / n, "rows": rows}
+            "mean_record_bytes": w.logical / n, "rows": rows, "by_batch": sweep}
+
+
+def race(w, fn, peer, codec, batches, args, size=None, min_s=None):
+    """Time our gathers and the peer's in interleaved rounds until each side
+    has `min_s` (default `args.min_s`) seconds, on the same batches (their
+    first `size` indices when given). Returns both sides' per-batch seconds
+    and bytes, and the per-round throughput ratios."""
+    nbatches = len(batches)
+    cut = slice(None) if size is None else slice(size)
+    ours_lat, theirs_lat, ratios = [], [], []
+    ours_bytes = theirs_bytes = 0
+    cursor = 0
+    per_round = (min_s or args.min_s) / args.rounds
+    clock = time.perf_counter
+    for _ in range(args.rounds):
+        lat, total, first = [], 0.0, cursor
+        while total < per_round:
+            b = batches[cursor % nbatches][cut]
+            cursor += 1
+            t0 = clock()
+            out = fn(b)
+            dt = clock() - t0
+            del out
+            total += dt
+            lat.append(dt)
+        our_b = sum(int(w.record_bytes[batches[k % nbatches][cut]].sum()) for k in range(first, cursor))
+        resp = peer("gather", system="loaderx", codec=codec, min_s=per_round, batch=size)
+        their_b = sum(int(w.record_bytes[batches[k % nbatches][cut]].sum())
+                      for k in range(resp["first"], resp["first"] + resp["count"]))
+        ours_lat += lat
+        theirs_lat += resp["lat"]
+        ours_bytes += our_b
+        theirs_bytes += their_b
+        ratios.append((our_b / sum(lat)) / (their_b / sum(resp["lat"])))
+    return ours_lat, theirs_lat, ours_bytes, theirs_bytes, ratios
 
 
 def markdown(results, meta):
@@ -299,6 +322,15 @@ def markdown(results, meta):
             wv = f"{r['write_vs_loaderx']:.2f}×" if r["write_vs_loaderx"] is not None else "–"
             out.append(f"| {r['system']} | {r['codec']} | {r['write_mib_s']:.1f} | {r['gather_mib_s']:.1f} | "
                        f"{r['krecords_s']:.1f} | {r['p95_ms']:.3f} | {r['disk_mib']:.1f} | {vs} | {wv} |")
+        out.append("")
+    sweep = [r for res in results for r in res.get("by_batch", [])]
+    if sweep:
+        out.append("**Smaller batches** (the first indices of the same batches)\n")
+        out.append("| workload | codec | batch | zrecord MiB/s | loaderx MiB/s | gather vs loaderx |")
+        out.append("|---|---|---:|---:|---:|---:|")
+        for r in sweep:
+            out.append(f"| {r['workload']} | {r['codec']} | {r['batch']} | {r['zrecord_mib_s']:.1f} | "
+                       f"{r['loaderx_mib_s']:.1f} | {r['vs_loaderx']:.2f}× |")
         out.append("")
     out.append("**Targets (through Python, median of per-round ratios)**\n")
     out.append("| target | measured | goal | |")
