@@ -42,6 +42,7 @@ import loaderx
 from loaderx.utils import train_dict
 from loaderx.zrecord import Dense, Ragged
 from loaderx.zsampler import Sampler
+from timing import time_batches
 
 
 def peak_rss_bytes():
@@ -160,20 +161,7 @@ class Peer:
         key = (system, codec)
         _, fn, batches = self.stores[key]
         cut = slice(None) if batch is None else slice(batch)
-        cursor = self.cursors[key]
-        nb = len(batches)
-        lat = []
-        total = 0.0
-        clock = time.perf_counter
-        while total < min_s:
-            b = batches[cursor % nb][cut]
-            cursor += 1
-            t0 = clock()
-            out = fn(b)
-            dt = clock() - t0
-            del out
-            total += dt
-            lat.append(dt)
+        lat, cursor = time_batches(fn, batches, self.cursors[key], min_s, cut)
         first = self.cursors[key]
         self.cursors[key] = cursor
         return {"lat": lat, "first": first, "count": cursor - first}

@@ -51,6 +51,8 @@ import zrecord
 from zrecord import Dense, Ragged, Sampler, train_dict
 
 REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "benches"))
+from timing import time_batches  # noqa: E402  (the timed loop loaderx's side uses too)
 HOME = Path(os.environ.get("HOME", "/root"))
 CODECS = ["raw", "zstd", "zstd_dict"]
 BATCH = 256
@@ -285,18 +287,9 @@ def race(w, fn, peer, codec, batches, args, size=None, min_s=None):
     ours_bytes = theirs_bytes = 0
     cursor = 0
     per_round = (min_s or args.min_s) / args.rounds
-    clock = time.perf_counter
     for _ in range(args.rounds):
-        lat, total, first = [], 0.0, cursor
-        while total < per_round:
-            b = batches[cursor % nbatches][cut]
-            cursor += 1
-            t0 = clock()
-            out = fn(b)
-            dt = clock() - t0
-            del out
-            total += dt
-            lat.append(dt)
+        first = cursor
+        lat, cursor = time_batches(fn, batches, cursor, per_round, cut)
         our_b = sum(int(w.record_bytes[batches[k % nbatches][cut]].sum()) for k in range(first, cursor))
         resp = peer("gather", system="loaderx", codec=codec, min_s=per_round, batch=size)
         their_b = sum(int(w.record_bytes[batches[k % nbatches][cut]].sum())
