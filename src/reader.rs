@@ -71,8 +71,9 @@ const PAR_BYTES_ZSTD: usize = 128 << 10;
 /// Tasks per pool thread a parallel Dense gather is cut into: enough for a
 /// thread finishing early to take another, few enough that handing them out
 /// costs nothing. (64 rows a task, the earlier rule, left a batch of 32
-/// images to one thread, at 0.58x loaderx; 2, 4 or 8 a thread measured the
-/// same within 3% on 32 to 1024 images or token blocks, interleaved.)
+/// images to one thread, at 0.58x loaderx. Interleaved on 32 to 1024 images
+/// or token blocks, 2 and 4 a thread measured within 3% of each other; 8
+/// lost up to 6% on 256 token blocks.)
 const TASKS_PER_THREAD: usize = 4;
 /// The smallest part a parallel Ragged gather is cut into ([`for_each_span`],
 /// unless one record is larger): about 8 token records, 5 µs of decoding.
@@ -443,9 +444,9 @@ impl Store {
             Ok(())
         };
         // From outside the pool, as a whole: the calling thread sleeps while
-        // the pool's threads work. (Shared with the calling thread like a
-        // Ragged batch, `work::share`, the third thread cost 4-9% on batches
-        // of 256 images or 1024 token blocks.)
+        // the pool's threads work. (Shared with the calling thread in parts
+        // like a Ragged batch, `work::share`, batches of 256 images or 1024
+        // token blocks measured 4-9% slower, interleaved.)
         if self.parallel(out.len(), plan.len()) {
             out.par_chunks_mut(rows * row).enumerate().try_for_each(task)
         } else {
