@@ -65,9 +65,18 @@ impl Default for OpenOptions {
 /// loaded at open (pread backend only; mmap reads them in place).
 const MAX_OWNED_TABLE: u64 = 256 << 20;
 /// Batches with at least this many decoded bytes fan out across threads
-/// (raw copies are cheap, so they need more work to pay for the hand-off).
-const PAR_BYTES_RAW: usize = 4 << 20;
-const PAR_BYTES_ZSTD: usize = 128 << 10;
+/// ([`Store::parallel`]), by the smallest batches that gained (interleaved,
+/// from Python, 2 cores): compressed Dense rows from 16 KiB (8 token
+/// blocks: 1.07-1.24x; 4 lost 16-34%), compressed Ragged records from 8
+/// KiB (their parts start on the calling thread at once, see `work.rs`; 16
+/// token records: 1.07-1.15x), raw Dense rows from 1 MiB (1-2 MiB:
+/// 1.2-1.4x), raw Ragged records from 4 MiB (2 MiB lost 8%). (One 128 KiB
+/// threshold for every compressed batch left batches of 16 to 48 token
+/// blocks, or 32 to 128 token records, on one thread: 1.3-1.7x slower.)
+const PAR_BYTES_DENSE_ZSTD: usize = 16 << 10;
+const PAR_BYTES_RAGGED_ZSTD: usize = 8 << 10;
+const PAR_BYTES_DENSE_RAW: usize = 1 << 20;
+const PAR_BYTES_RAGGED_RAW: usize = 4 << 20;
 /// Tasks per pool thread a parallel Dense gather is cut into: enough for a
 /// thread finishing early to take another, few enough that handing them out
 /// costs nothing. (64 rows a task, the earlier rule, left a batch of 32
@@ -416,8 +425,12 @@ impl Store {
     /// checked gather hashes while it copies, see `checksum.rs`), so they
     /// need more work to pay for the hand-off.
     fn parallel(&self, total_bytes: usize, n: usize) -> bool {
-        let cheap = self.codec() == Codec::Raw;
-        let threshold = if cheap { PAR_BYTES_RAW } else { PAR_BYTES_ZSTD };
+        let threshold = match (self.codec() == Codec::Raw, self.info().item_shape().is_some()) {
+            (false, true) => PAR_BYTES_DENSE_ZSTD,
+            (false, false) => PAR_BYTES_RAGGED_ZSTD,
+            (true, true) => PAR_BYTES_DENSE_RAW,
+            (true, false) => PAR_BYTES_RAGGED_RAW,
+        };
         n > 1 && total_bytes >= threshold && rayon::current_num_threads() > 1
     }
 

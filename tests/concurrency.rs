@@ -101,9 +101,10 @@ fn parallel_dense_gathers_read_each_row_where_it_belongs() {
         let mut w = Writer::create_dense(&dir, "|u1", &[ROW as u64], CreateOptions::codec(codec)).unwrap();
         w.append(&rows.concat()).unwrap();
         w.close().unwrap();
-        // Batches fan out from 128 KiB compressed and 4 MiB raw (src/reader.rs).
-        let at = if codec == Codec::Raw { (4 << 20) / ROW } else { (128 << 10) / ROW };
-        let sizes = (1..=12).chain(at - 2..=at + 9).chain([3 * at + 5]);
+        // Dense batches fan out from 16 KiB compressed (two rows here) and
+        // 1 MiB raw (src/reader.rs).
+        let at = if codec == Codec::Raw { (1 << 20) / ROW } else { 2 };
+        let sizes = (1..=12).chain(at.saturating_sub(2)..=at + 9).chain([3 * at + 5, 64 * 8 + 3]);
         for backend in [Backend::Mmap, Backend::Pread] {
             let store = Store::open_with(&dir, OpenOptions { backend, ..Default::default() }).unwrap();
             for len in sizes.clone() {
@@ -113,6 +114,44 @@ fn parallel_dense_gathers_read_each_row_where_it_belongs() {
                     assert!(
                         row == rows[i as usize],
                         "{codec:?} {backend:?}: batch of {len}, row {j} is not record {i}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// Ragged gathers of every size around the points where they fan out (8
+/// KiB compressed, 4 MiB raw; records of 64 B to 40 KiB, both backends)
+/// read exactly the records asked for, in order, each with its own shape.
+#[test]
+fn parallel_ragged_gathers_read_each_record_where_it_belongs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut rng = Rng(6);
+    let records: Vec<Vec<u8>> = (0..96u32)
+        .map(|k| {
+            let len = 64 + rng.below(40 << 10);
+            (0..len).map(|i| if i % 64 < 4 { k.to_le_bytes()[i % 4] } else { rng.below(4) as u8 }).collect()
+        })
+        .collect();
+    for codec in [Codec::Raw, Codec::Zstd] {
+        let dir = tmp.path().join(format!("{codec:?}"));
+        let mut w = Writer::create_ragged(&dir, "|u1", CreateOptions::codec(codec)).unwrap();
+        let shapes: Vec<[u64; 1]> = records.iter().map(|r| [r.len() as u64]).collect();
+        let refs: Vec<(&[u64], &[u8])> = shapes.iter().zip(&records).map(|(s, r)| (&s[..], &r[..])).collect();
+        w.append_ragged(&refs).unwrap();
+        w.close().unwrap();
+        for backend in [Backend::Mmap, Backend::Pread] {
+            let store = Store::open_with(&dir, OpenOptions { backend, ..Default::default() }).unwrap();
+            for len in (1..=24).chain([100, 180, 250, 400]) {
+                let indices: Vec<u64> = (0..len).map(|_| rng.below(records.len()) as u64).collect();
+                let got = store.gather_ragged(&indices).unwrap();
+                assert_eq!(got.iter().count(), indices.len());
+                for (j, ((shape, bytes), &i)) in got.iter().zip(&indices).enumerate() {
+                    let want = &records[i as usize];
+                    assert!(
+                        shape == [want.len() as u64] && bytes == &want[..],
+                        "{codec:?} {backend:?}: batch of {len}, record {j} is not record {i}"
                     );
                 }
             }
