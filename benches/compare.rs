@@ -45,6 +45,8 @@ use zrecord::{Backend, Codec, OpenOptions, Store};
 static ALLOC: CountingAlloc = CountingAlloc;
 
 const LOADERX: &str = "loaderx-2.0.1";
+/// Writes shorter than this (seconds) are timed five times, the best kept.
+const SHORT_WRITE_S: f64 = 0.5;
 
 struct Args {
     scale: f64,
@@ -328,9 +330,15 @@ fn run_workload(workload: Workload, args: &Args, python: Option<&Path>) -> Outco
         // Cheap writes run twice, in alternating order, and keep the faster:
         // on this VM the first touch of fresh memory (page cache for a new
         // file) is slow at random moments, and whoever writes first pays.
+        // Writes under SHORT_WRITE_S run three more times (best of five, as
+        // in the Python benches): page-cache write-back made one 390 MiB
+        // raw write take 0.39 s against 0.09 s.
         let reps = if codec == Codec::ZstdDict { 1 } else { args.write_reps };
         let (mut zr, mut lx, mut lx_disk, mut lx_train) = (f64::INFINITY, f64::INFINITY, 0, None);
-        for rep in 0..reps {
+        let has_peer = peer.is_some();
+        let short = |zr: f64, lx: f64| zr.max(if has_peer { lx } else { 0.0 }) < SHORT_WRITE_S;
+        let mut rep = 0;
+        while rep < reps || (codec != Codec::ZstdDict && rep < reps + 3 && short(zr, lx)) {
             let ours = |zr: &mut f64| {
                 let _ = std::fs::remove_dir_all(&dir);
                 *zr = zr.min(write_store(&data, &dir, codec, dict.clone()));
@@ -347,6 +355,7 @@ fn run_workload(workload: Workload, args: &Args, python: Option<&Path>) -> Outco
             if rep % 2 == 1 {
                 ours(&mut zr);
             }
+            rep += 1;
         }
         let disk = disk_bytes(&dir);
         rows.push(Row::new("zrecord-mmap", codec, Some(zr), disk));

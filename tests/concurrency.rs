@@ -81,6 +81,12 @@ fn many_threads_gather_like_one() {
     }
 }
 
+/// `len` bytes that compress but are record `k`'s own: `k` is written at
+/// the start of every 64 bytes, random bytes of 0..4 fill the rest.
+fn tagged(k: u32, len: usize, rng: &mut Rng) -> Vec<u8> {
+    (0..len).map(|i| if i % 64 < 4 { k.to_le_bytes()[i % 4] } else { rng.below(4) as u8 }).collect()
+}
+
 /// Dense gathers of every size around the points where they fan out (few
 /// large rows or many of them, raw and compressed, both backends) read
 /// exactly the rows asked for, in order: each thread's part of the batch is
@@ -90,12 +96,7 @@ fn parallel_dense_gathers_read_each_row_where_it_belongs() {
     let tmp = tempfile::tempdir().unwrap();
     let mut rng = Rng(5);
     const ROW: usize = 20 << 10;
-    // Rows of 20 KiB, compressible but each its own (the index is written in).
-    let rows: Vec<Vec<u8>> = (0..64u32)
-        .map(|k| {
-            (0..ROW).map(|i| if i % 64 < 4 { k.to_le_bytes()[i % 4] } else { rng.below(4) as u8 }).collect()
-        })
-        .collect();
+    let rows: Vec<Vec<u8>> = (0..64).map(|k| tagged(k, ROW, &mut rng)).collect();
     for codec in [Codec::Raw, Codec::Zstd] {
         let dir = tmp.path().join(format!("{codec:?}"));
         let mut w = Writer::create_dense(&dir, "|u1", &[ROW as u64], CreateOptions::codec(codec)).unwrap();
@@ -128,10 +129,10 @@ fn parallel_dense_gathers_read_each_row_where_it_belongs() {
 fn parallel_ragged_gathers_read_each_record_where_it_belongs() {
     let tmp = tempfile::tempdir().unwrap();
     let mut rng = Rng(6);
-    let records: Vec<Vec<u8>> = (0..96u32)
+    let records: Vec<Vec<u8>> = (0..96)
         .map(|k| {
             let len = 64 + rng.below(40 << 10);
-            (0..len).map(|i| if i % 64 < 4 { k.to_le_bytes()[i % 4] } else { rng.below(4) as u8 }).collect()
+            tagged(k, len, &mut rng)
         })
         .collect();
     for codec in [Codec::Raw, Codec::Zstd] {
