@@ -25,7 +25,8 @@
 //! `vs loaderx` ratio is the median of the per-round ratios.
 //!
 //! Columns: write MiB/s = logical bytes / (first append through close; raw and
-//! zstd writes run twice in alternating order and keep the faster);
+//! zstd writes run twice in alternating order and keep the faster, five
+//! times when under half a second);
 //! gather MiB/s = logical payload bytes gathered / time in gathers; p95 of the
 //! per-batch latency; disk = allocated blocks (`st_blocks * 512`); ratio =
 //! logical bytes / disk bytes.
@@ -373,7 +374,7 @@ fn run_workload(workload: Workload, args: &Args, python: Option<&Path>) -> Outco
             }
         }
         if reps > 1 {
-            note += &format!("  (best of {reps}, alternating order)");
+            note += &format!("  (best of {rep}, alternating order)");
         }
         println!("{note}");
     }
