@@ -77,15 +77,8 @@ const PAR_BYTES_DENSE_ZSTD: usize = 16 << 10;
 const PAR_BYTES_RAGGED_ZSTD: usize = 8 << 10;
 const PAR_BYTES_DENSE_RAW: usize = 1 << 20;
 const PAR_BYTES_RAGGED_RAW: usize = 4 << 20;
-/// Tasks per pool thread a parallel Dense gather is cut into: enough for a
-/// thread finishing early to take another, few enough that handing them out
-/// costs nothing. (64 rows a task, the earlier rule, left a batch of 32
-/// images to one thread, at 0.58x loaderx. Interleaved on 32 to 1024 images
-/// or token blocks, 2 and 4 a thread measured within 3% of each other; 8
-/// lost up to 6% on 256 token blocks.)
-const TASKS_PER_THREAD: usize = 4;
-/// The smallest part a parallel Ragged gather is cut into ([`for_each_span`],
-/// unless one record is larger): about 8 token records, 5 µs of decoding.
+/// The smallest part a parallel gather is cut into ([`work::guided`], unless
+/// one record is larger): about 8 token records, 5 µs of decoding.
 /// (Fixed counts of 12 to 24 parts of 256 token records did best; 32 and 64
 /// lost 10-20% to taking parts.)
 const MIN_PART_BYTES: usize = 4 << 10;
@@ -431,7 +424,7 @@ impl Store {
             (true, true) => PAR_BYTES_DENSE_RAW,
             (true, false) => PAR_BYTES_RAGGED_RAW,
         };
-        n > 1 && total_bytes >= threshold && rayon::current_num_threads() > 1
+        n > 1 && total_bytes >= threshold && work::threads() > 1
     }
 
     /// Fill `out` with the rows of a Dense `plan`.
@@ -441,9 +434,8 @@ impl Store {
             return Ok(());
         }
         let mem = self.in_memory();
-        let rows = plan.len().div_ceil(rayon::current_num_threads() * TASKS_PER_THREAD);
-        let task = |(t, outs): (usize, &mut [u8])| -> Result<()> {
-            let first = t * rows;
+        // Rows `first..` of the plan, into `outs`.
+        let task = |(first, outs): (usize, &mut [u8])| -> Result<()> {
             let idx = &plan.indices()[first..first + outs.len() / row];
             for (j, dst) in outs.chunks_mut(row).enumerate() {
                 let ahead = prefetch_ahead(&mem, plan, idx, j);
@@ -456,15 +448,20 @@ impl Store {
             }
             Ok(())
         };
-        // From outside the pool, as a whole: the calling thread sleeps while
-        // the pool's threads work. (Shared with the calling thread in parts
-        // like a Ragged batch, `work::share`, batches of 256 images or 1024
-        // token blocks measured 4-9% slower, interleaved.)
-        if self.parallel(out.len(), plan.len()) {
-            out.par_chunks_mut(rows * row).enumerate().try_for_each(task)
-        } else {
-            task((0, out))
+        if !self.parallel(out.len(), plan.len()) {
+            return task((0, out));
         }
+        // Parts shared with the calling thread, as a Ragged batch's. Against
+        // rayon's `par_chunks_mut` on its global pool (the calling thread
+        // asleep), interleaved from Python: raw token blocks x1024 1.18x, raw
+        // images x16 1.15x, token blocks x16 1.05x, images x256 0.98x.
+        let mut rest = out;
+        let parts = work::guided(plan.len(), rest.len(), |_| row, usize::MAX, MIN_PART_BYTES).map(move |r| {
+            let (part, tail) = std::mem::take(&mut rest).split_at_mut(r.len() * row);
+            rest = tail;
+            (r.start, part)
+        });
+        work::share(parts, task)
     }
 
     /// Raw Ragged records in memory: parse each prefix where it lies and copy

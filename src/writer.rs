@@ -603,11 +603,12 @@ impl Writer {
                 sums.chunks_mut(8).zip(window.chunks(row)).for_each(each);
             }
         };
-        if !sums.is_empty() && window.len() >= HASH_ASIDE_BYTES {
+        let pool = crate::work::pool().filter(|_| !sums.is_empty() && window.len() >= HASH_ASIDE_BYTES);
+        if let Some(pool) = pool {
             // In place: the calling thread writes (`rayon::join` from outside
             // the pool would hand both halves to the pool and sleep, two
             // thread hand-offs per append), the pool hashes.
-            rayon::in_place_scope(|scope| {
+            pool.threads.in_place_scope(|scope| {
                 scope.spawn(|_| hash(&mut sums, true));
                 self.write_data(self.tail, window)
             })?;
