@@ -5,7 +5,7 @@
 # clang) when present, then one thread compressing and decompressing
 # loaderx's images (benches/field/vision.py) with each, interleaved.
 #
-#   bash benches/zstd_cc/run.sh [IMAGES]        # default 200 images, ~2 min
+#   bash benches/zstd_cc/run.sh [IMAGES]        # default 200 images (and 15x as many token blocks), ~4 min
 #
 # Needs a Python with numpy and zrecord (for the dictionary): $PYTHON, default
 # the venv .ci/install makes. clang: `apt-get install clang`; zig: `pip
@@ -20,13 +20,18 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 "$PYTHON" - "$work" "$images" <<'PY'
 import sys
-sys.path.insert(0, "benches/field")
+sys.path[:0] = ["benches/field", "benches/python"]
+import numpy as np
 from vision import dense_images
+from bench import zipf_tokens
 import zrecord
 work, n = sys.argv[1], int(sys.argv[2])
 imgs = dense_images(n, 7)
 open(f"{work}/images.bin", "wb").write(imgs.tobytes())
-open(f"{work}/dict.bin", "wb").write(zrecord.train_dict(imgs))
+open(f"{work}/images.dict", "wb").write(zrecord.train_dict(imgs))
+tokens = zipf_tokens(np.random.default_rng(3), 15 * n * 512).reshape(15 * n, 512)
+open(f"{work}/tokens.bin", "wb").write(tokens.tobytes())
+open(f"{work}/tokens.dict", "wb").write(zrecord.train_dict(tokens))
 PY
 sources=("$lib"/common/*.c "$lib"/compress/*.c "$lib"/decompress/*.c "$lib"/decompress/*.S)
 declare -A cc=([gcc]="gcc")
@@ -39,12 +44,13 @@ for name in "${!cc[@]}"; do
     ${cc[$name]} -O3 -fPIC -I"$lib" -o "$work/codec-$name" benches/zstd_cc/codec.c "${sources[@]}" -lpthread
 done
 pin=(); command -v taskset >/dev/null && pin=(taskset -c 1)
-echo "libzstd from zstd-sys $version, $images images of 147 KiB, one thread, best of 3; MB/s of decoded bytes"
+echo "libzstd from zstd-sys $version, $images images of 147 KiB and $((15 * images)) token blocks of 2 KiB, one thread, best of 3; MB/s of decoded bytes"
 echo
 echo "| compiler | codec | compress MB/s | decompress MB/s | frames, bytes |"
 echo "|---|---|---:|---:|---:|"
 for round in 1 2; do
     for name in "${!cc[@]}"; do
-        "${pin[@]}" "$work/codec-$name" "$work/images.bin" "$work/dict.bin" 150528 3 "$name (run $round)"
+        "${pin[@]}" "$work/codec-$name" "$work/images.bin" "$work/images.dict" 150528 3 "$name, images (run $round)"
+        "${pin[@]}" "$work/codec-$name" "$work/tokens.bin" "$work/tokens.dict" 2048 3 "$name, token blocks (run $round)"
     done
 done
