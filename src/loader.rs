@@ -6,12 +6,10 @@
 //! **Threads.** `workers` plain OS threads (not rayon tasks) do the work. A
 //! worker claims the next step by drawing its indices from the one shared
 //! [`Sampler`] under the loader's mutex (a few hundred nanoseconds), releases
-//! the lock, gathers every stream at those indices (a large gather fans out on
-//! rayon's global pool, which is safe because the worker is not a pool thread
-//! and blocks only on rayon's own latch), runs the transform, and deposits the
-//! result in the slot reserved for its step. The consumer, in turn, should not
-//! wait on the loader from inside a rayon task: if every pool thread did so,
-//! no pool thread would be left to finish the gathers it waits for.
+//! the lock, gathers every stream at those indices (a large gather is shared
+//! with zrecord's own pool, `work.rs`, which no caller's task can occupy),
+//! runs the transform, and deposits the result in the slot reserved for its
+//! step.
 //!
 //! **Ordering.** The IID sampler can only be replayed, not skipped, so indices
 //! are drawn centrally and in order; slots form a window of `prefetch` steps

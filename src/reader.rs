@@ -114,7 +114,8 @@ impl std::fmt::Debug for Store {
     }
 }
 
-/// Per-thread buffers reused by every gather, so a warm gather allocates nothing.
+/// Per-thread buffers reused by every gather, so a warm gather allocates
+/// nothing (one spread across threads, rayon's 16-byte task for the pool).
 #[derive(Default)]
 struct Scratch {
     /// Compressed records read with pread.
