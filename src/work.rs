@@ -7,7 +7,7 @@
 //! wake-ups sit on the critical path (a Python gather of Ragged tokens
 //! reached 55-57% of the libzstd limit that way, 63-66% this way,
 //! interleaved in one process). Here the calling thread starts on the first
-//! part at once, one task per other pool thread joins it when that thread
+//! part at once, one task per pool thread joins it when that thread
 //! wakes, and every thread takes the next part not yet taken, in order.
 //! Parts shrink towards the end ([`guided`]), so no thread idles long while
 //! another finishes a big one (fixed counts of 147 KiB images a part left
@@ -16,14 +16,13 @@
 //! end: when it finished first it slept until the last part was done, and
 //! waking it cost more than the part.
 //!
-//!
 //! The calling thread being one of the workers, the pool has one thread
 //! fewer than there are cores ([`pool`]). On rayon's global pool, one thread
 //! a core, the thread left without a task was woken each time another took
 //! one and spun until it slept again: 13% of a core during image writes on 2
-//! cores, taken from the two threads working (and 4% more CPU for the same
-//! work). Its threads stay awake a moment after a job instead
-//! ([`keep_warm`]), which is what that spinning had bought.
+//! cores, taken from the two threads working. This pool's threads stay
+//! awake a moment after a job instead ([`keep_warm`]), which is what that
+//! spinning had bought.
 
 use crate::Result;
 use rayon::{ThreadPool, ThreadPoolBuilder, Yield};
