@@ -26,10 +26,11 @@
 
 use crate::Result;
 use rayon::{ThreadPool, ThreadPoolBuilder, Yield};
+use std::cell::Cell;
 use std::iter::Peekable;
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 /// How long a pool thread stays awake after its last task ([`keep_warm`]):
@@ -59,16 +60,36 @@ pub(crate) struct Pool {
     lingering: AtomicUsize,
 }
 
+thread_local! {
+    /// This thread's [`pool`], and the process it belongs to.
+    static MINE: Cell<Option<(u32, Option<&'static Pool>)>> = const { Cell::new(None) };
+}
+
 /// The pool the calling thread shares work with ([`share`]): one thread
-/// fewer than [`threads`], none on one core. One per process: a child
-/// made by `fork` has none of its parent's threads, so it builds its own
-/// (the parent's is left alone, never dropped).
-pub(crate) fn pool() -> Option<Arc<Pool>> {
-    static POOL: Mutex<Option<(u32, Option<Arc<Pool>>)>> = Mutex::new(None);
+/// fewer than [`threads`], none on one core. One per process: a child made
+/// by `fork` has none of its parent's threads, so it builds its own (the
+/// parent's is left alone). Each thread keeps its own reference, so that
+/// no lock is taken per call (a lock held by another thread at the moment
+/// of a `fork` would stay locked in the child for good).
+pub(crate) fn pool() -> Option<&'static Pool> {
     let pid = std::process::id();
+    match MINE.get() {
+        Some((owner, pool)) if owner == pid => pool,
+        _ => {
+            let pool = process_pool(pid);
+            MINE.set(Some((pid, pool)));
+            pool
+        }
+    }
+}
+
+/// The pool of process `pid`, made on first use; it lives as long as the
+/// process.
+fn process_pool(pid: u32) -> Option<&'static Pool> {
+    static POOL: Mutex<Option<(u32, Option<&'static Pool>)>> = Mutex::new(None);
     let mut slot = lock(&POOL);
-    match slot.as_ref() {
-        Some((owner, pool)) if *owner == pid => pool.clone(),
+    match *slot {
+        Some((owner, pool)) if owner == pid => pool,
         _ => {
             let helpers = rayon::current_num_threads().saturating_sub(1);
             let pool = (helpers > 0)
@@ -78,12 +99,10 @@ pub(crate) fn pool() -> Option<Arc<Pool>> {
                         .thread_name(|i| format!("zrecord-{i}"))
                         .build()
                         .ok()
-                        .map(|threads| Arc::new(Pool { threads, lingering: AtomicUsize::new(0) }))
                 })
-                .flatten();
-            if let Some(old) = slot.replace((pid, pool.clone())) {
-                std::mem::forget(old); // the threads it names are another process's
-            }
+                .flatten()
+                .map(|threads| &*Box::leak(Box::new(Pool { threads, lingering: AtomicUsize::new(0) })));
+            *slot = Some((pid, pool));
             pool
         }
     }
@@ -94,10 +113,9 @@ pub(crate) fn pool() -> Option<Arc<Pool>> {
 /// after a job is handed out, a tenth of a gather of 256 token records. A
 /// thread's wait is a task of its own (at most one a thread), which runs the
 /// tasks handed out meanwhile and yields the core between looks.
-fn keep_warm(pool: &Arc<Pool>) {
+fn keep_warm(pool: &'static Pool) {
     let n = pool.threads.current_num_threads();
     while pool.lingering.fetch_add(1, Ordering::AcqRel) < n {
-        let pool_ = Arc::clone(pool);
         pool.threads.spawn(move || {
             let mut until = Instant::now() + LINGER;
             while Instant::now() < until {
@@ -106,7 +124,7 @@ fn keep_warm(pool: &Arc<Pool>) {
                     _ => std::thread::yield_now(),
                 }
             }
-            pool_.lingering.fetch_sub(1, Ordering::AcqRel);
+            pool.lingering.fetch_sub(1, Ordering::AcqRel);
         });
     }
     pool.lingering.fetch_sub(1, Ordering::AcqRel);
@@ -156,7 +174,7 @@ where
                 }
                 drain(false);
             });
-            keep_warm(&pool);
+            keep_warm(pool);
         }
         None => drain(false),
     }
@@ -207,7 +225,9 @@ mod tests {
         match pool() {
             Some(p) => {
                 assert_eq!(p.threads.current_num_threads() + 1, rayon::current_num_threads());
-                assert!(Arc::ptr_eq(&p, &pool().expect("the same pool")));
+                assert!(std::ptr::eq(p, pool().expect("the same pool")));
+                let other = std::thread::spawn(|| pool().map(|p| p as *const Pool as usize)).join().unwrap();
+                assert_eq!(other, Some(p as *const Pool as usize), "one pool for every thread");
             }
             None => assert_eq!(rayon::current_num_threads(), 1),
         }
