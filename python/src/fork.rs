@@ -1,15 +1,13 @@
 //! Surviving `fork()`.
 //!
-//! A forked child has one thread: rayon's global pool, the loader's workers
-//! and the HTTP client's workers of its parent are gone, while their
-//! bookkeeping says they exist, so a gather handed to them would wait forever.
-//! So every gather in a process other than the one that imported the module
-//! runs inside a rayon pool made in that process (one per process), a remote
-//! store is reopened there on first use, and loaders and writers refuse to
-//! run (see their modules). Nothing here costs the importing process a thing:
-//! it compares two integers per gather.
+//! A forked child has one thread: the loader's workers and the HTTP client's
+//! workers of its parent are gone, while their bookkeeping says they exist,
+//! so work handed to them would wait forever. So a remote store is reopened
+//! in a child on first use, and loaders and writers refuse to run there (see
+//! their modules). (Gathers need nothing here: the core's thread pool is one
+//! per process, `work.rs`.) Nothing here costs the importing process a
+//! thing: it compares two integers per gather.
 
-use rayon::{ThreadPool, ThreadPoolBuilder};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use zrecord::batch::{DenseBatch, RaggedBatch};
 use zrecord::format::{FileSizes, RecordLoc, StoreInfo};
@@ -28,47 +26,8 @@ pub fn forked() -> bool {
     std::process::id() != home_pid()
 }
 
-/// Threads a child's pool gets: the machine's cores.
-pub fn parallelism() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
-}
-
-/// This process's pool, when it is not the importing process.
-fn child_pool() -> Arc<ThreadPool> {
-    static POOL: Mutex<Option<(u32, Arc<ThreadPool>)>> = Mutex::new(None);
-    let pid = std::process::id();
-    let mut slot = POOL.lock().unwrap_or_else(PoisonError::into_inner);
-    if let Some((owner, pool)) = slot.as_ref() {
-        if *owner == pid {
-            return Arc::clone(pool);
-        }
-    }
-    let pool = Arc::new(
-        ThreadPoolBuilder::new()
-            .num_threads(parallelism())
-            .thread_name(|i| format!("zrecord-child-{i}"))
-            .build()
-            .unwrap_or_else(|_| ThreadPoolBuilder::new().num_threads(1).build().expect("a one-thread pool")),
-    );
-    // A pool inherited from a parent has no threads here: never drop it
-    // (its drop would signal threads that do not exist).
-    if let Some(old) = slot.replace((pid, Arc::clone(&pool))) {
-        std::mem::forget(old);
-    }
-    pool
-}
-
-/// Run `f` (a gather) with a rayon pool that exists in this process.
-pub fn run<R: Send>(f: impl FnOnce() -> R + Send) -> R {
-    if forked() {
-        child_pool().install(f)
-    } else {
-        f()
-    }
-}
-
-/// A store as the bindings hold it: any [`Records`], whose gathers run on a
-/// pool of the current process, reopened (remote) in a forked child.
+/// A store as the bindings hold it: any [`Records`], reopened (remote) in a
+/// forked child.
 #[derive(Debug)]
 pub struct ForkSafe {
     inner: Arc<dyn Records>,
@@ -122,23 +81,23 @@ impl Records for ForkSafe {
     }
     fn raw_locs(&self, indices: &[u64]) -> Result<Vec<RecordLoc>> {
         let store = self.current()?;
-        run(|| store.raw_locs(indices))
+        store.raw_locs(indices)
     }
     fn gather_into(&self, indices: &[u64], out: &mut [u8]) -> Result<()> {
         let store = self.current()?;
-        run(|| store.gather_into(indices, out))
+        store.gather_into(indices, out)
     }
     fn gather_dense_batch(&self, indices: &[u64], batch: &mut DenseBatch) -> Result<()> {
         let store = self.current()?;
-        run(|| store.gather_dense_batch(indices, batch))
+        store.gather_dense_batch(indices, batch)
     }
     fn gather_ragged_into(&self, indices: &[u64], batch: &mut RaggedBatch) -> Result<()> {
         let store = self.current()?;
-        run(|| store.gather_ragged_into(indices, batch))
+        store.gather_ragged_into(indices, batch)
     }
     fn sizes(&self) -> Result<FileSizes> {
         let store = self.current()?;
-        run(|| store.sizes())
+        store.sizes()
     }
     fn local_dir(&self) -> Option<&std::path::Path> {
         self.inner.local_dir()

@@ -207,7 +207,7 @@ pub fn train_dict_native<'py>(
                 at += n as usize;
                 s
             });
-            crate::fork::run(|| train_from_samples(parts, tier))
+            train_from_samples(parts, tier)
         })
         .py_err(py)?;
     Ok(PyBytes::new(py, &dict))
