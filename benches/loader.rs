@@ -9,8 +9,8 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
-use zrecord::loader::Loader;
-use zrecord::sampler::{Mode, Sampler};
+use zrecord::training::loader::Loader;
+use zrecord::training::sampler::{Mode, Sampler};
 use zrecord::Records;
 use zrecord::{Codec, CreateOptions, DenseBatch, Store, Writer};
 

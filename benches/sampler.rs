@@ -7,7 +7,7 @@
 use std::hint::black_box;
 use std::time::Instant;
 
-use zrecord::sampler::{Mode, Sampler};
+use zrecord::training::sampler::{Mode, Sampler};
 
 const LENGTH: u64 = 1_000_000;
 const BATCH: u64 = 256;

@@ -7,7 +7,7 @@
 //! Record `i` holds `len = 8 + (i % 64)` tokens, token `j` being
 //! `(i * 31 + j * 7) % 50_000`, so a test can recompute any record.
 
-use zrecord::writer::{CreateOptions, Writer};
+use zrecord::local::writer::{CreateOptions, Writer};
 use zrecord::Codec;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {

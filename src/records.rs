@@ -2,7 +2,7 @@
 //! [`Store`](crate::Store) and the blocking remote store implement it, and
 //! the loader, dictionary training and the CLI take any of them.
 
-use crate::batch::{AlignedBytes, Batch, DenseBatch, RaggedBatch};
+use crate::format::batch::{AlignedBytes, Batch, DenseBatch, RaggedBatch};
 use crate::format::dtype::Element;
 use crate::format::{Codec, DType, FileSizes, Geometry, RecordLoc, StoreInfo};
 use crate::{Error, Result};

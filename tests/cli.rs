@@ -9,7 +9,8 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use zrecord::{npy, DType};
+use zrecord::convert::npy;
+use zrecord::DType;
 
 fn run(args: &[&dyn AsRef<std::ffi::OsStr>]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_zrecord")).args(args.iter().map(|a| a.as_ref())).output().unwrap()

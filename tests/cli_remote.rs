@@ -299,7 +299,8 @@ fn verify_over_http_batches_its_requests() {
     let store = dir.path().join("many");
     let npy = dir.path().join("rows.npy");
     let rows: Vec<u8> = (0..3000u32 * 8).map(|i| (i * 7 % 251) as u8).collect();
-    let mut file = zrecord::npy::encode_header(&zrecord::DType::parse("|u1").unwrap(), false, &[3000, 8]);
+    let mut file =
+        zrecord::convert::npy::encode_header(&zrecord::DType::parse("|u1").unwrap(), false, &[3000, 8]);
     file.extend(&rows);
     std::fs::write(&npy, file).unwrap();
     ok(&[&"import", &"npy", &npy, &store, &"--codec", &"zstd"]);

@@ -10,7 +10,7 @@ use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::Command;
 use zrecord::error::TooLittle;
-use zrecord::train::{too_little, train_from_samples, train_from_store, Tier};
+use zrecord::training::dict::{too_little, train_from_samples, train_from_store, Tier};
 use zrecord::{CreateOptions, Error, Store, Writer};
 
 const TIERS: [(Tier, &str); 3] = [(Tier::Fast, "fast"), (Tier::Balanced, "balanced"), (Tier::Max, "max")];

@@ -7,8 +7,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use zrecord::loader::{Gathered, Loader, TRANSFORM_STREAM};
-use zrecord::sampler::{Mode, Sampler};
+use zrecord::training::loader::{Gathered, Loader, TRANSFORM_STREAM};
+use zrecord::training::sampler::{Mode, Sampler};
 use zrecord::Records;
 use zrecord::{Batch, Codec, CreateOptions, Error, Store, Writer};
 
@@ -61,7 +61,7 @@ fn stores(n: u64) -> Stores {
     Stores { image: open("image"), tokens: open("tokens"), label: open("label"), _dir: dir }
 }
 
-fn builder(s: &Stores) -> zrecord::loader::LoaderBuilder {
+fn builder(s: &Stores) -> zrecord::training::loader::LoaderBuilder {
     Loader::builder()
         .stream("image", Arc::clone(&s.image))
         .stream("tokens", Arc::clone(&s.tokens))
@@ -445,7 +445,7 @@ fn mismatched_lengths_name_each_length() {
 #[test]
 fn bad_settings_are_config_errors() {
     let s = stores(N);
-    let config = |b: zrecord::loader::LoaderBuilder| match b.build() {
+    let config = |b: zrecord::training::loader::LoaderBuilder| match b.build() {
         Err(Error::Config(why)) => why,
         other => panic!("expected Error::Config, got {other:?}"),
     };

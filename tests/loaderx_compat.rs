@@ -7,7 +7,7 @@ use common::{fixtures, fixtures_dir, loaderx_verify, FixtureStore};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use zrecord::format::Verify;
-use zrecord::train::{train_from_samples, Tier};
+use zrecord::training::dict::{train_from_samples, Tier};
 use zrecord::Records;
 use zrecord::{Codec, CreateOptions, Geometry, OpenOptions, Store, Writer};
 

@@ -9,9 +9,9 @@ use common::fixtures_dir;
 use proptest::collection::vec;
 use proptest::prelude::*;
 use std::path::Path;
-use zrecord::batch::{AlignedBytes, Batch, RaggedBatch};
+use zrecord::format::batch::{AlignedBytes, Batch, RaggedBatch};
 use zrecord::source::memory::MemorySource;
-use zrecord::train::{train_from_samples, Tier};
+use zrecord::training::dict::{train_from_samples, Tier};
 use zrecord::Records;
 use zrecord::{Backend, Codec, CreateOptions, DType, OpenOptions, Store, Writer};
 

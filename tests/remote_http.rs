@@ -286,9 +286,9 @@ fn empty_stores_over_http_report_their_sizes() {
 /// what they give on disk.
 #[test]
 fn loader_and_training_read_remote_stores() {
-    use zrecord::loader::Loader;
-    use zrecord::sampler::Mode;
-    use zrecord::train::{train_from_store, Tier};
+    use zrecord::training::dict::{train_from_store, Tier};
+    use zrecord::training::loader::Loader;
+    use zrecord::training::sampler::Mode;
     let server = Nginx::start(&fixtures_dir());
     for name in ["dense-u8-img-zstd", "ragged-i32-tokens-zstd"] {
         let f = fixtures().into_iter().find(|f| f.name == name).expect("fixture");

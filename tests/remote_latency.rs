@@ -9,9 +9,9 @@ mod latency;
 
 use latency::LatencyServer;
 use std::time::{Duration, Instant};
+use zrecord::local::writer::{CreateOptions, Writer};
 use zrecord::remote::{HttpOptions, RemoteOptions, RemoteStore};
-use zrecord::sampler::{Mode, Sampler};
-use zrecord::writer::{CreateOptions, Writer};
+use zrecord::training::sampler::{Mode, Sampler};
 use zrecord::{Codec, Records, Store};
 
 const DELAY: Duration = Duration::from_millis(20);

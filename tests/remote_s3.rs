@@ -16,10 +16,10 @@ use moto::Moto;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::process::{Command, Output};
-use zrecord::loader::Loader;
 use zrecord::remote::objstore::{BucketRetry, ObjectRanges};
 use zrecord::remote::{BlockingStore, RemoteOptions};
-use zrecord::sampler::Mode;
+use zrecord::training::loader::Loader;
+use zrecord::training::sampler::Mode;
 use zrecord::{Batch, Records, Store};
 
 /// The CLI against moto, signing with `secret` (default: the right one).

@@ -3,7 +3,7 @@
 use std::collections::BTreeSet;
 
 use proptest::prelude::*;
-use zrecord::sampler::{Mode, Permutation, Sampler, Sfc64};
+use zrecord::training::sampler::{Mode, Permutation, Sampler, Sfc64};
 use zrecord::Error;
 
 const MAX: u64 = u64::MAX;

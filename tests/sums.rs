@@ -11,9 +11,9 @@ use std::path::Path;
 use std::process::Command;
 use zrecord::format::sums::{Sums, SUMS};
 use zrecord::format::{Geometry, RecordLoc, Verify, LOC_SIZE, PAGE_SIZE};
+use zrecord::local::seal::{seal, Sealed};
+use zrecord::local::writer::{CreateOptions, Writer};
 use zrecord::remote::{HttpOptions, RemoteOptions, RemoteStore};
-use zrecord::seal::{seal, Sealed};
-use zrecord::writer::{CreateOptions, Writer};
 use zrecord::{Codec, Error, OpenOptions, Records, Store};
 
 fn checked(dir: &Path) -> zrecord::Result<Store> {

@@ -13,9 +13,9 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Instant;
 
 use rayon::prelude::*;
-use zrecord::sampler::{Mode, Sampler, Sfc64};
-use zrecord::train::{self, Tier};
-use zrecord::writer::{CreateOptions, Writer};
+use zrecord::local::writer::{CreateOptions, Writer};
+use zrecord::training::dict::{self as train, Tier};
+use zrecord::training::sampler::{Mode, Sampler, Sfc64};
 use zrecord::Codec;
 use zrecord::Records;
 
@@ -270,7 +270,8 @@ pub fn loaderx_vision(workload: Workload, n: usize, seed: u64, python: &Path, ca
     let npy = |name: &str| {
         let path = dir.join(name);
         let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        let head = zrecord::npy::parse(name, &bytes).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let head =
+            zrecord::convert::npy::parse(name, &bytes).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         assert!(!head.fortran_order);
         (head.dtype.to_string(), head.shape, bytes[head.data_offset..].to_vec())
     };

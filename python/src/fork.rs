@@ -9,7 +9,7 @@
 //! thing: it compares two integers per gather.
 
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
-use zrecord::batch::{DenseBatch, RaggedBatch};
+use zrecord::format::batch::{DenseBatch, RaggedBatch};
 use zrecord::format::{FileSizes, RecordLoc, StoreInfo};
 use zrecord::remote::{HttpOptions, RemoteOptions, RemoteStore};
 use zrecord::{Records, Result};

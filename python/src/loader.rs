@@ -10,8 +10,8 @@ use pyo3::types::{PyList, PyTuple};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
-use zrecord::loader::{Loader, TimedOut};
-use zrecord::sampler::{Mode, Sampler};
+use zrecord::training::loader::{Loader, TimedOut};
+use zrecord::training::sampler::{Mode, Sampler};
 use zrecord::Batch;
 
 fn mode(py: Python<'_>, code: u8) -> PyResult<Mode> {

@@ -7,8 +7,8 @@ use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList};
 use std::sync::{Mutex, PoisonError};
-use zrecord::train::{train_from_samples, Tier};
-use zrecord::writer::{CreateOptions, RecordRef, Writer};
+use zrecord::local::writer::{CreateOptions, RecordRef, Writer};
+use zrecord::training::dict::{train_from_samples, Tier};
 
 /// loaderx's limit on one encoded record (shape prefix and payload).
 const MAX_RECORD_LEN: usize = 1 << 31;

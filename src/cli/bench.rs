@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::time::Instant;
 use zrecord::remote::{BlockingStore, RemoteOptions};
-use zrecord::sampler::{Mode, Sampler};
+use zrecord::training::sampler::{Mode, Sampler};
 use zrecord::{Batch, Records, Store};
 
 #[derive(clap::Args, Debug)]

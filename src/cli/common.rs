@@ -4,7 +4,7 @@
 use indicatif::{HumanBytes, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::{self, BufWriter, IsTerminal, StdoutLock, Write};
 use std::path::{Path, PathBuf};
-use zrecord::train::Tier;
+use zrecord::training::dict::Tier;
 use zrecord::{Codec, CreateOptions};
 
 /// Why a command failed.

@@ -1,5 +1,5 @@
 //! `zrecord demo [--dir D] [--no-serve]`: write the demo stores (see
-//! `zrecord::demo`), then serve them with the web viewer (as `zrecord serve`
+//! `zrecord::serve::demo`), then serve them with the web viewer (as `zrecord serve`
 //! does) and print the viewer's address first. With `--no-serve`, say what
 //! was made and what to try next, and exit.
 
@@ -32,7 +32,7 @@ pub fn run(ctx: &Ctx, a: Args) -> CliResult {
             std::env::temp_dir().join(format!("zrecord-demo-{}-{stamp}", std::process::id()))
         }
     };
-    let stores = zrecord::demo::write_demo_stores(&dir)
+    let stores = zrecord::serve::demo::write_demo_stores(&dir)
         .map_err(|e| Fail::Msg(format!("{e} (demo stores go into a new or empty directory)")))?;
     let server = if a.no_serve { None } else { Some(start(ctx, &dir, &a.net)?) };
     let mut out = Out::new();
@@ -72,7 +72,7 @@ pub fn run(ctx: &Ctx, a: Args) -> CliResult {
     out.line("")?;
     out.line(&format!(
         "the dataset (image, label, caption, caption-tokens side by side): {}",
-        zrecord::viewer_assets::viewer_link(&url, "/dataset/", None)
+        zrecord::serve::viewer_assets::viewer_link(&url, "/dataset/", None)
     ))?;
     out.line(&format!(
         "  its tokenizer, to attach to caption-tokens: {}",

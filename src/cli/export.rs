@@ -14,8 +14,9 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use zrecord::convert::npy;
 use zrecord::Records;
-use zrecord::{npy, Batch, DType, Geometry};
+use zrecord::{Batch, DType, Geometry};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {

@@ -10,7 +10,7 @@ use super::npyfile::NpyIn;
 use super::records::CHUNK_BYTES;
 use std::path::PathBuf;
 use zrecord::format::{ByteOrder, Kind};
-use zrecord::train::{ragged_record_bytes, sample_indices, train_on, RAGGED_PREVIEW};
+use zrecord::training::dict::{ragged_record_bytes, sample_indices, train_on, RAGGED_PREVIEW};
 use zrecord::Writer;
 
 #[derive(clap::Subcommand, Debug)]

@@ -49,7 +49,7 @@ pub fn describe(store: &dyn Records) -> CliResult<Value> {
         StoreFile::ALL
             .iter()
             .filter_map(|f| std::fs::metadata(dir.join(f.name())).ok())
-            .map(|m| zrecord::sys::allocated_bytes(&m))
+            .map(|m| zrecord::local::sys::allocated_bytes(&m))
             .sum::<u64>()
     });
     let logical = store.logical_bytes()?;

@@ -4,9 +4,9 @@
 use super::common::{io_fail, shape_text, CliResult, Ctx, Fail};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
-use zrecord::npy::{self, NpyHeader};
+use zrecord::convert::npy::{self, NpyHeader};
 use zrecord::source::{mmap::MmapSource, ByteSource};
-use zrecord::train::{sample_indices, train_on, Tier};
+use zrecord::training::dict::{sample_indices, train_on, Tier};
 
 pub struct NpyIn {
     pub path: PathBuf,

@@ -20,7 +20,7 @@ pub struct Args {
 pub fn run(ctx: &Ctx, a: Args) -> CliResult {
     let src = records::open(&a.src)?;
     let cleanup = Cleanup::store(&a.dst)?;
-    let options = a.codec.options(ctx, |tier| Ok(zrecord::train::train_from_store(&*src, tier)?))?;
+    let options = a.codec.options(ctx, |tier| Ok(zrecord::training::dict::train_from_store(&*src, tier)?))?;
     let dtype = src.dtype().as_str();
     let mut w = match src.geometry() {
         Geometry::Dense { item_shape } => Writer::create_dense(&a.dst, dtype, item_shape, options)?,

@@ -2,7 +2,7 @@
 //! as loaderx's `zsampler` yields them (`[3, 1, 4]`).
 
 use super::common::{parse_shard, CliResult, Ctx, Out};
-use zrecord::sampler::{Mode, Sampler};
+use zrecord::training::sampler::{Mode, Sampler};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {

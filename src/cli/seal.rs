@@ -6,7 +6,7 @@ use super::common::{size, CliResult, Ctx, Fail, Out};
 use super::records::is_url;
 use std::path::PathBuf;
 use zrecord::format::sums::SUMS;
-use zrecord::seal::{seal, Sealed};
+use zrecord::local::seal::{seal, Sealed};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {

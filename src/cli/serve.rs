@@ -15,8 +15,8 @@ use super::common::{CliResult, Ctx, Fail, Out};
 use super::records::is_url;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use zrecord::serve::viewer_assets::{has_wasm_reader, viewer_assets, viewer_assets_from, viewer_link};
 use zrecord::serve::{self, ListedStore, ServeConfig, ServerHandle};
-use zrecord::viewer_assets::{has_wasm_reader, viewer_assets, viewer_assets_from, viewer_link};
 use zrecord::Error;
 use zrecord::Records;
 

@@ -7,7 +7,7 @@ use super::npyfile::NpyIn;
 use super::records::{self, is_url};
 use std::io::Write;
 use std::path::PathBuf;
-use zrecord::train::Tier;
+use zrecord::training::dict::Tier;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -28,7 +28,7 @@ pub fn run(ctx: &Ctx, a: Args) -> CliResult {
     let dict = if from_npy {
         NpyIn::open(ctx, &a.source)?.train_dict(a.tier)
     } else {
-        records::open(&a.source).and_then(|s| Ok(zrecord::train::train_from_store(&*s, a.tier)?))
+        records::open(&a.source).and_then(|s| Ok(zrecord::training::dict::train_from_store(&*s, a.tier)?))
     };
     spin.finish_and_clear();
     let dict = dict?;

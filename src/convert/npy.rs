@@ -9,7 +9,7 @@
 //! failure is an [`Error::Npy`] that says what is wrong.
 //!
 //! ```
-//! use zrecord::npy;
+//! use zrecord::convert::npy;
 //! use zrecord::DType;
 //!
 //! let dtype = DType::parse("<f4")?;

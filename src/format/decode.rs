@@ -1,8 +1,8 @@
 //! Decoding stored records into the caller's buffer, and assembling batches.
 
 use super::{header::Codec, loc::RecordLoc, ragged, store_info::StoreInfo};
-use crate::batch::RaggedBatch;
 use crate::codec::{self, Dict};
+use crate::format::batch::RaggedBatch;
 use crate::{Error, Result};
 use std::ops::Range;
 

@@ -4,6 +4,7 @@
 //! wherever they live and hand them to these functions; the format logic
 //! exists once, here. Nothing in this module touches files, sockets or `cfg`.
 
+pub mod batch;
 pub mod coalesce;
 pub mod decode;
 pub mod dtype;

@@ -27,7 +27,7 @@ use super::decode::{self, MAX_ZSTD_EXPANSION, PRECHECK_BYTES, ZSTD_MAX_HEADER};
 use super::store_core::StoreCore;
 use super::sums;
 use super::{Codec, Geometry, RecordLoc, StoreInfo, LOC_SIZE};
-use crate::batch::{DenseBatch, RaggedBatch};
+use crate::format::batch::{DenseBatch, RaggedBatch};
 use crate::{Error, Result};
 use std::ops::Range;
 
@@ -234,7 +234,7 @@ impl<'a> GatherPlan<'a> {
 
     /// [`GatherPlan::decode`], told the stored bytes the caller decodes
     /// next: a checked raw record asks for them while it is hashed (see
-    /// [`crate::checksum::copy_and_hash64`]); the caller asks for them
+    /// [`crate::codec::checksum::copy_and_hash64`]); the caller asks for them
     /// itself in every other case ([`GatherPlan::fetches_ahead`]).
     ///
     /// # Errors
@@ -267,10 +267,10 @@ impl<'a> GatherPlan<'a> {
         }
     }
 
-    /// One pass: hash while copying (see [`crate::checksum::copy_and_hash64`]).
+    /// One pass: hash while copying (see [`crate::codec::checksum::copy_and_hash64`]).
     #[inline(always)]
     fn copy_checked(&self, k: usize, stored: &[u8], dst: &mut [u8], ahead: &[u8], want: u64) -> Result<()> {
-        let got = crate::checksum::copy_and_hash64(stored, dst, ahead);
+        let got = crate::codec::checksum::copy_and_hash64(stored, dst, ahead);
         sums::check_record_sum(&self.info().name, self.indices[k], stored.len(), got, want)
     }
 

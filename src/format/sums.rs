@@ -35,7 +35,7 @@ const XXH3_64: u32 = 1;
 /// The checksum every field of the sidecar uses (XXH3-64, seed 0).
 #[inline]
 pub fn checksum(bytes: &[u8]) -> u64 {
-    crate::checksum::hash64(bytes)
+    crate::codec::checksum::hash64(bytes)
 }
 
 /// The sidecar's own checksum: of all its bytes, its own field read as zero.

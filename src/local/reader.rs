@@ -3,7 +3,8 @@
 //! for large ones. It only knows how to get bytes (mmap or pread); every rule
 //! of a gather lives in [`crate::format::plan`].
 
-use crate::batch::{DenseBatch, RaggedBatch};
+use super::{sys, work};
+use crate::format::batch::{DenseBatch, RaggedBatch};
 use crate::format::files::{DATA, DICT, META};
 use crate::format::plan::Expected;
 use crate::format::store_core::check_dict_size;
@@ -13,7 +14,7 @@ use crate::format::{
 };
 use crate::records::Records;
 use crate::source::{mmap::MmapSource, pread::PreadSource, ByteSource};
-use crate::{sys, work, Error, Result};
+use crate::{Error, Result};
 use rayon::prelude::*;
 use std::cell::RefCell;
 use std::fs::{File, TryLockError};
@@ -203,7 +204,8 @@ impl Store {
                 let size = f.metadata().map_err(|e| Error::io(&path, "stat", e))?.len();
                 check_dict_size(&name, size)?;
                 let mut bytes = vec![0u8; size as usize];
-                crate::sys::read_exact_at(&f, &mut bytes, 0).map_err(|e| Error::io(&path, "read", e))?;
+                crate::local::sys::read_exact_at(&f, &mut bytes, 0)
+                    .map_err(|e| Error::io(&path, "read", e))?;
                 Some(bytes)
             }
             None => None,
@@ -575,11 +577,11 @@ fn read_sidecar(info: &StoreInfo, dir: &Path, file: &File) -> Result<Vec<u8>> {
     let path = dir.join(SUMS);
     let len = file.metadata().map_err(|e| Error::io(&path, "stat", e))?.len();
     let mut head = vec![0u8; len.min(sums::HEADER_LEN) as usize];
-    crate::sys::read_exact_at(file, &mut head, 0).map_err(|e| Error::io(&path, "read", e))?;
+    crate::local::sys::read_exact_at(file, &mut head, 0).map_err(|e| Error::io(&path, "read", e))?;
     let header = SumsHeader::parse(&info.name, &head, len)?;
     sums::check_covers(&info.name, &header, info.len())?;
     let mut bytes = vec![0u8; len as usize];
-    crate::sys::read_exact_at(file, &mut bytes, 0).map_err(|e| Error::io(&path, "read", e))?;
+    crate::local::sys::read_exact_at(file, &mut bytes, 0).map_err(|e| Error::io(&path, "read", e))?;
     Ok(bytes)
 }
 

@@ -4,7 +4,7 @@
 //! ignores the sidecar.
 
 use crate::format::sums::{self, Sums, SUMS};
-use crate::reader::{OpenOptions, Store};
+use crate::local::reader::{OpenOptions, Store};
 use crate::records::Records;
 use crate::{Error, Result};
 use std::path::Path;

@@ -14,8 +14,8 @@ use crate::format::{
     ragged, Codec, DType, Geometry, Header, RecordLoc, Schema, DICT_MAGIC, HEADER_SIZE, MAX_RECORD_BYTES,
     MAX_SCHEMA_LEN, MAX_TAIL, PAGE_SIZE,
 };
-use crate::sys::write_all_at;
-use crate::work::lock;
+use crate::local::sys::write_all_at;
+use crate::local::work::lock;
 use crate::{Error, Result};
 use rayon::prelude::*;
 use std::cell::RefCell;
@@ -63,7 +63,7 @@ const PARALLEL_BYTES: usize = 64 << 10;
 /// than hashing them after the write).
 const HASH_ASIDE_BYTES: usize = 1 << 20;
 /// Writes of at least this many bytes allocate their blocks first
-/// ([`crate::sys::allocate`]); below it the extra call costs what it saves.
+/// ([`crate::local::sys::allocate`]); below it the extra call costs what it saves.
 const ALLOCATE_BYTES: usize = 256 << 10;
 
 /// How to create a store.
@@ -71,7 +71,7 @@ const ALLOCATE_BYTES: usize = 256 << 10;
 pub struct CreateOptions {
     /// Record codec (default `zstd`, as loaderx).
     pub codec: Codec,
-    /// Dictionary bytes for `zstd_dict` (see [`crate::train`]).
+    /// Dictionary bytes for `zstd_dict` (see [`crate::training::dict`]).
     pub dict: Option<Vec<u8>>,
     /// Override the zstd level (default: loaderx's 3, or 19 with a dictionary).
     pub level: Option<i32>,
@@ -490,7 +490,7 @@ impl Writer {
     /// bytes): one chunk for small windows;
     /// otherwise chunks of at most [`CHUNK_BYTES`] ([`RAW_CHUNK_BYTES`] raw,
     /// [`SLOW_CHUNK_BYTES`] at slow levels), shrinking towards the end of the
-    /// window ([`crate::work::guided`]). (Against fixed chunks split by
+    /// window ([`crate::local::work::guided`]). (Against fixed chunks split by
     /// rayon, level-3 image writes measured the same within this machine's
     /// noise, ±3%; chunks now also finish in order, so writes follow the
     /// encoding instead of waiting for the first half.)
@@ -503,10 +503,10 @@ impl Writer {
             _ if self.level >= SLOW_LEVEL => SLOW_CHUNK_BYTES,
             _ => CHUNK_BYTES,
         };
-        crate::work::guided(n, bytes, logical_len, target, MIN_CHUNK_BYTES).collect()
+        crate::local::work::guided(n, bytes, logical_len, target, MIN_CHUNK_BYTES).collect()
     }
 
-    /// Encode chunks on the calling thread and the pool ([`crate::work::share`])
+    /// Encode chunks on the calling thread and the pool ([`crate::local::work::share`])
     /// and write them at the data tail in order as they finish. Threads take
     /// chunks in order, so chunks finish nearly in order and the small last
     /// ones last; the thread that finishes the chunk due writes it, and every
@@ -521,7 +521,7 @@ impl Writer {
     {
         let order =
             Mutex::new(InOrder { done: vec![false; encoded.len()], next: 0, at: self.tail, writing: false });
-        crate::work::share(0..encoded.len(), |c| {
+        crate::local::work::share(0..encoded.len(), |c| {
             // (The chunk's lock is released before `write_due` takes it.)
             let encoded_c = encode_chunk(c, &mut lock(&encoded[c]));
             encoded_c.and_then(|()| self.write_due(&order, encoded, c))
@@ -603,7 +603,8 @@ impl Writer {
                 sums.chunks_mut(8).zip(window.chunks(row)).for_each(each);
             }
         };
-        let pool = crate::work::pool().filter(|_| !sums.is_empty() && window.len() >= HASH_ASIDE_BYTES);
+        let pool =
+            crate::local::work::pool().filter(|_| !sums.is_empty() && window.len() >= HASH_ASIDE_BYTES);
         if let Some(pool) = pool {
             // In place: the calling thread writes (`rayon::join` from outside
             // the pool would hand both halves to the pool and sleep, two
@@ -640,11 +641,11 @@ impl Writer {
         // the static page, then the locations written so far.
         let span = sums::table_span(self.length);
         let mut table = vec![0u8; (span.end - span.start) as usize];
-        crate::sys::read_exact_at(&self.meta, &mut table, 0)
+        crate::local::sys::read_exact_at(&self.meta, &mut table, 0)
             .map_err(|e| Error::io(self.dir.join(META), "read", e))?;
         table[..HEADER_SIZE].copy_from_slice(&header.encode());
         let mut file = vec![0u8; sums::entry_range(self.length).start as usize];
-        crate::sys::read_exact_at(f, &mut file[sums::HEADER_LEN as usize..], sums::HEADER_LEN)
+        crate::local::sys::read_exact_at(f, &mut file[sums::HEADER_LEN as usize..], sums::HEADER_LEN)
             .map_err(io("read"))?;
         let head =
             SumsHeader { records: self.length, table: sums::checksum(&table), dict: self.dict_sum, own: 0 };
@@ -690,7 +691,7 @@ impl Writer {
 
     fn write_data(&self, at: u64, bytes: &[u8]) -> Result<()> {
         if bytes.len() >= ALLOCATE_BYTES {
-            crate::sys::allocate(&self.data, at, bytes.len() as u64);
+            crate::local::sys::allocate(&self.data, at, bytes.len() as u64);
         }
         write_all_at(&self.data, bytes, at).map_err(|e| Error::io(self.dir.join(DATA), "write", e))
     }

@@ -10,7 +10,7 @@ use super::http::{HttpError, HttpGet, HttpRanges, HttpRequest, HttpResponse};
 use super::runtime;
 use super::store::{RemoteOptions, RemoteSizes, RemoteStats, RemoteStore};
 use super::transport::{LocalBoxFuture, RangeRead};
-use crate::batch::{DenseBatch, RaggedBatch};
+use crate::format::batch::{DenseBatch, RaggedBatch};
 use crate::format::{FileSizes, RecordLoc, StoreInfo};
 use crate::records::Records;
 use crate::Result;

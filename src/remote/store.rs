@@ -19,7 +19,7 @@ use super::files::{add, get, lock, StoreFiles};
 use super::http::{HttpGet, HttpRanges, Retry};
 use super::pages::{PageCache, LOC_PAGE};
 use super::transport::{LocalBoxFuture, RangeRead};
-use crate::batch::{AlignedBytes, Batch, DenseBatch, RaggedBatch};
+use crate::format::batch::{AlignedBytes, Batch, DenseBatch, RaggedBatch};
 use crate::format::decode::slot_parts;
 use crate::format::plan::Expected;
 use crate::format::store_core::check_dict_size;

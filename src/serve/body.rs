@@ -14,7 +14,7 @@ use std::task::{ready, Context, Poll};
 use hyper::body::{Bytes, Frame, SizeHint};
 use tokio::task::JoinHandle;
 
-use crate::sys::read_exact_at;
+use crate::local::sys::read_exact_at;
 
 /// Ranges up to this size are read inline, before the response starts.
 const INLINE: u64 = 64 * 1024;

@@ -2,9 +2,9 @@
 //! tests): every geometry and codec, deterministic, a few megabytes in all.
 
 use crate::format::Codec;
-use crate::sampler::Sfc64;
-use crate::train::{train_dense, Tier};
-use crate::writer::{CreateOptions, Writer};
+use crate::local::writer::{CreateOptions, Writer};
+use crate::training::dict::{train_dense, Tier};
+use crate::training::sampler::Sfc64;
 use crate::{Error, Result};
 use std::path::{Path, PathBuf};
 
@@ -36,7 +36,7 @@ const SIDE: usize = 32;
 ///
 /// ```
 /// let dir = tempfile::tempdir()?;
-/// let stores = zrecord::demo::write_demo_stores(dir.path())?;
+/// let stores = zrecord::serve::demo::write_demo_stores(dir.path())?;
 /// use zrecord::Records;
 /// let images = zrecord::Store::open(&stores[0])?;
 /// assert_eq!(images.item_shape(), Some(&[3u64, 32, 32][..]));

@@ -20,7 +20,7 @@ use super::path::{parse_url_path, NotServed, Refused};
 use super::range::{parse_range, RangeReply};
 use super::stores::stores_json;
 use super::Assets;
-use crate::sys::inode;
+use crate::local::sys::inode;
 
 /// What every connection shares.
 pub(crate) struct Site {

@@ -84,12 +84,14 @@
 
 mod body;
 mod conn;
+pub mod demo;
 mod files;
 mod handler;
 mod os;
 mod path;
 mod range;
 mod stores;
+pub mod viewer_assets;
 
 use std::borrow::Cow;
 use std::fmt;

@@ -1,5 +1,5 @@
 //! The server's own platform-specific calls (file calls are in
-//! [`crate::sys`]): the open-file limit (every connection holds a socket, and
+//! [`crate::local::sys`]): the open-file limit (every connection holds a socket, and
 //! thousands of them must not fail at a default soft limit of 1024), the
 //! listening socket's address reuse, and opening a requested file.
 

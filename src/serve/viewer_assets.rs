@@ -9,7 +9,7 @@
 //! ```no_run
 //! use zrecord::serve::{self, ServeConfig};
 //! let mut cfg = ServeConfig::new("stores/");
-//! cfg.assets = Some(zrecord::viewer_assets::viewer_assets());
+//! cfg.assets = Some(zrecord::serve::viewer_assets::viewer_assets());
 //! let server = serve::start(cfg)?;
 //! println!("viewer at {}", server.url());
 //! server.wait();
@@ -63,7 +63,7 @@ pub fn asset_paths() -> impl Iterator<Item = &'static str> {
 /// `http://127.0.0.1:8080/#url=%2Ftrain%2F&i=5`.
 ///
 /// ```
-/// use zrecord::viewer_assets::viewer_link;
+/// use zrecord::serve::viewer_assets::viewer_link;
 /// assert_eq!(viewer_link("http://127.0.0.1:8080/", "/a b/", None), "http://127.0.0.1:8080/#url=%2Fa%20b%2F");
 /// ```
 pub fn viewer_link(viewer: &str, store: &str, index: Option<u64>) -> String {

@@ -29,6 +29,6 @@ impl ByteSource for PreadSource {
     }
     fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
         super::check_range(self.size, offset, buf.len())?;
-        crate::sys::read_exact_at(&self.file, buf, offset)
+        crate::local::sys::read_exact_at(&self.file, buf, offset)
     }
 }

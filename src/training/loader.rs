@@ -39,9 +39,9 @@
 //! waits or deposits, so `close` returns after at most the step each worker is
 //! working on; nothing keeps a worker blocked.
 
-use crate::batch::{Batch, DenseBatch, RaggedBatch};
+use crate::format::batch::{Batch, DenseBatch, RaggedBatch};
 use crate::records::Records;
-use crate::sampler::{Mode, Sampler};
+use crate::training::sampler::{Mode, Sampler};
 use crate::{Error, Result};
 use std::cell::Cell;
 use std::collections::VecDeque;
@@ -65,7 +65,7 @@ type TransformFn<T> = dyn Fn(Gathered) -> Result<T> + Send + Sync;
 /// on to a `Gathered` is fine, and letting it go is what keeps allocation away.
 ///
 /// ```
-/// # use zrecord::loader::Gathered;
+/// # use zrecord::training::loader::Gathered;
 /// fn pixels(step: &Gathered) -> zrecord::Result<&[u8]> {
 ///     let image = step.dense("image").expect("an image stream");
 ///     image.as_slice::<u8>()

@@ -248,7 +248,7 @@ enum State {
 /// so resuming a run is `seek(k)`, and the stream equals loaderx 2.0.1's.
 ///
 /// ```
-/// use zrecord::sampler::{Mode, Sampler};
+/// use zrecord::training::sampler::{Mode, Sampler};
 ///
 /// let mut sampler = Sampler::new(10, 4, Mode::Cyclic, 123)?;
 /// let first = sampler.next_batch();

@@ -374,11 +374,11 @@ pub fn big_files_go_up_in_parts<E: Emulator + ?Sized>(emu: &E) {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("big");
     let row = 64 << 10;
-    let mut w = zrecord::writer::Writer::create_dense(
+    let mut w = zrecord::local::writer::Writer::create_dense(
         &store,
         "|u1",
         &[row as u64],
-        zrecord::writer::CreateOptions::codec(zrecord::Codec::Raw),
+        zrecord::local::writer::CreateOptions::codec(zrecord::Codec::Raw),
     )
     .unwrap();
     let rows: Vec<u8> = (0..96 * row).map(|i| (i * 31 % 251) as u8).collect();
