@@ -371,7 +371,7 @@ fn loaderx_reader_makes_our_create_busy() {
     let holder = Holder::start(&path, "held = Dense.open(path)\nassert len(held) == 3");
     assert_busy(create(&path), &path, "create while loaderx reads");
     assert_eq!(Store::open(&path).unwrap().len(), 3, "shared readers coexist");
-    // Even a directory stripped down to its meta.zr (the case FORMAT.md's
+    // Even a directory stripped down to its meta.zr (the case docs/FORMAT.md's
     // create rule singles out) is busy, not taken over, while loaderx holds it.
     std::fs::remove_file(path.join("data.zr")).unwrap();
     assert_busy(create(&path), &path, "create over a lone meta.zr loaderx holds");

@@ -1,4 +1,4 @@
-//! Every validation rule of FORMAT.md, broken on purpose, gives its specific
+//! Every validation rule of docs/FORMAT.md, broken on purpose, gives its specific
 //! error: the variant, the store's name and the problem in the message. Header,
 //! schema and size rules fail at open; location and record rules fail when the
 //! affected record is read, and every other record stays readable. The same
@@ -176,7 +176,7 @@ fn check_error(case: &Case, err: &Error, what: &str) {
     assert!(msg.contains(&case.needle), "{what}: message does not say {:?}: {msg}", case.needle);
 }
 
-/// Our reader, through both backends, reports the damage exactly where FORMAT.md says.
+/// Our reader, through both backends, reports the damage exactly where docs/FORMAT.md says.
 fn check(case: &Case) {
     for backend in [Backend::Mmap, Backend::Pread] {
         let what = format!("{} ({backend:?})", case.dir.display());

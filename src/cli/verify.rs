@@ -1,5 +1,5 @@
 //! `zrecord verify STORE [--json]`: decode every record and check every rule
-//! of FORMAT.md, reporting everything found (with record indices) instead of
+//! of docs/FORMAT.md, reporting everything found (with record indices) instead of
 //! stopping at the first failure.
 //!
 //! **Problems** (exit status 1) break a rule a reader or writer relies on:

@@ -38,7 +38,7 @@ pub fn decode_record(
 pub const MAX_ZSTD_EXPANSION: u64 = 32 << 10;
 
 /// Check a record's location before any buffer is sized by its `logic_length`:
-/// the FORMAT.md location rules (`BadFormat`), and that the stored bytes can
+/// the docs/FORMAT.md location rules (`BadFormat`), and that the stored bytes can
 /// decode to that many bytes at all (`CorruptRecord`), so a small frame that
 /// claims 2^31 bytes is refused instead of allocated for.
 pub fn check_record_loc(info: &StoreInfo, index: u64, loc: &RecordLoc) -> Result<()> {

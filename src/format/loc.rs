@@ -69,7 +69,7 @@ impl RecordLoc {
         u64::from(self.logic_length) == row_bytes && self.is_valid(codec, tail_offset)
     }
 
-    /// Check the rules every RecordLoc read must satisfy (FORMAT.md).
+    /// Check the rules every RecordLoc read must satisfy (docs/FORMAT.md).
     ///
     /// # Errors
     /// `BadFormat` naming the record and the rule.

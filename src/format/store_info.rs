@@ -38,7 +38,7 @@ pub struct StoreInfo {
 impl StoreInfo {
     /// Validate a store from the first bytes of `meta.zr` (at least
     /// `min(sizes.meta, 4096)` of them) and its file sizes, applying every
-    /// open-time rule of FORMAT.md.
+    /// open-time rule of docs/FORMAT.md.
     ///
     /// # Errors
     /// `BadFormat` naming the failed check, or `Unpublished` for a build whose
