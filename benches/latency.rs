@@ -28,7 +28,7 @@ use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use zrecord::remote::objstore::{BucketRetry, ObjectRanges};
-use zrecord::remote::{BlockingStore, HttpOptions, RemoteOptions, RemoteStore};
+use zrecord::remote::{BlockingStore, RemoteOptions};
 use zrecord::{Codec, DenseBatch, Records, Store};
 
 /// The numbers for the reader before this work (8 blocking ureq
@@ -139,7 +139,8 @@ fn main() {
     let slow = latency::LatencyServer::start(root.path(), delay);
     let fast = nginx::Nginx::start(root.path());
     let open = |url: &str, options: RemoteOptions| {
-        RemoteStore::open_blocking_with(url, options, HttpOptions::default()).expect("open remote")
+        zrecord::open::remote(url, &zrecord::open::Options { remote: options, ..Default::default() })
+            .expect("open remote")
     };
     let l = Some(delay.as_secs_f64());
     let mut rows = Vec::new();

@@ -33,7 +33,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 use zrecord::codec::{c, pure};
-use zrecord::remote::{HttpOptions, RemoteOptions, RemoteStore};
+use zrecord::remote::RemoteOptions;
 use zrecord::Records;
 use zrecord::{Codec, Store};
 
@@ -227,7 +227,8 @@ fn gather_native(store: &Store, url: &str, batches: &[Vec<u64>], secs: f64) -> V
 
     let options = RemoteOptions { cache_pages: 1 << 16, ..Default::default() };
     let remote =
-        RemoteStore::open_blocking_with(url, options, HttpOptions::default()).expect("open over HTTP");
+        zrecord::open::remote(url, &zrecord::open::Options { remote: options, ..Default::default() })
+            .expect("open over HTTP");
     let t0 = Instant::now();
     for b in &batches[..COLD] {
         black_box(remote.gather(b).expect("gather over HTTP"));

@@ -10,6 +10,7 @@ pub mod codec;
 pub mod convert;
 pub mod error;
 pub mod format;
+pub mod location;
 pub mod records;
 pub mod remote;
 pub mod source;
@@ -18,7 +19,9 @@ pub mod training;
 cfg_if::cfg_if! {
     if #[cfg(feature = "native")] {
         pub mod local;
+        pub mod open;
         pub use local::reader::{Backend, OpenOptions, Store};
+        pub use open::{open, open_with, AnyStore};
         pub use local::writer::{CreateOptions, Writer};
     }
 }

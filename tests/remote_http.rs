@@ -9,12 +9,12 @@ use common::{fixtures, fixtures_dir, unpublished, FixtureStore};
 use nginx::Nginx;
 use std::path::Path;
 use zrecord::format::{Codec, DType, Geometry, Header, RecordLoc, Schema};
-use zrecord::remote::{BlockingStore, HttpOptions, RemoteOptions, RemoteStore};
+use zrecord::remote::{BlockingStore, RemoteOptions};
 use zrecord::Records;
 use zrecord::{Error, Store};
 
 fn open(url: &str) -> BlockingStore {
-    RemoteStore::open_blocking(url).unwrap_or_else(|e| panic!("{url}: {e}"))
+    zrecord::open::remote(url, &Default::default()).unwrap_or_else(|e| panic!("{url}: {e}"))
 }
 
 fn check_against_local(f: &FixtureStore, remote: &BlockingStore) {
@@ -104,13 +104,13 @@ fn blocking_store_is_shareable_across_threads() {
 fn unpublished_and_missing_stores_over_http() {
     let server = Nginx::start(&fixtures_dir());
     for name in unpublished() {
-        match RemoteStore::open_blocking(&server.url(&name)) {
+        match zrecord::open::remote(&server.url(&name), &Default::default()) {
             Err(e @ Error::Unpublished { .. }) => assert!(e.to_string().contains(&name), "{e}"),
             other => panic!("{name}: expected Unpublished, got {other:?}"),
         }
     }
     let url = server.url("no-such-store/");
-    match RemoteStore::open_blocking(&url) {
+    match zrecord::open::remote(&url, &Default::default()) {
         Err(e @ Error::NotFound { .. }) => {
             assert!(e.to_string().contains(&format!("{url}meta.zr")), "{e}")
         }
@@ -171,7 +171,9 @@ fn request_counts_on_a_large_store() {
     let server = Nginx::start(root.path());
     let url = server.url("big/");
     let options = RemoteOptions { max_gap: 0, ..Default::default() };
-    let store = RemoteStore::open_blocking_with(&url, options, HttpOptions::default()).unwrap();
+    let store =
+        zrecord::open::remote(&url, &zrecord::open::Options { remote: options, ..Default::default() })
+            .unwrap();
     assert_eq!(store.stats().requests, 1, "open is one request");
     assert_eq!(server.logged_requests(), 1);
 
@@ -210,7 +212,7 @@ fn request_counts_on_a_large_store() {
     assert_eq!(s.bytes - before.bytes, 256 * 8);
 
     // With the default gap, a random batch of this store coalesces hard.
-    let store = RemoteStore::open_blocking(&url).unwrap();
+    let store = zrecord::open::remote(&url, &Default::default()).unwrap();
     let idx = random_indices(N, 256, 99);
     let batch = store.gather(&idx).unwrap();
     assert_eq!(batch.as_slice::<u64>().unwrap()[10], value(idx[10]));
@@ -220,7 +222,9 @@ fn request_counts_on_a_large_store() {
 
     // A small cache still serves batches that span more pages than it holds.
     let options = RemoteOptions { cache_pages: 3, ..Default::default() };
-    let store = RemoteStore::open_blocking_with(&url, options, HttpOptions::default()).unwrap();
+    let store =
+        zrecord::open::remote(&url, &zrecord::open::Options { remote: options, ..Default::default() })
+            .unwrap();
     let idx = random_indices(N, 1000, 3);
     let batch = store.gather(&idx).unwrap();
     let want: Vec<u64> = idx.iter().map(|&i| value(i)).collect();

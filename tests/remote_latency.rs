@@ -10,7 +10,7 @@ mod latency;
 use latency::LatencyServer;
 use std::time::{Duration, Instant};
 use zrecord::local::writer::{CreateOptions, Writer};
-use zrecord::remote::{HttpOptions, RemoteOptions, RemoteStore};
+use zrecord::remote::RemoteOptions;
 use zrecord::training::sampler::{Mode, Sampler};
 use zrecord::{Codec, Records, Store};
 
@@ -35,7 +35,7 @@ fn many_requests_in_flight_by_default() {
     let dir = tempfile::tempdir().unwrap();
     let local = store(dir.path(), 20_000, 512);
     let server = LatencyServer::start(dir.path(), DELAY);
-    let remote = RemoteStore::open_blocking(&server.url("s/")).unwrap();
+    let remote = zrecord::open::remote(&server.url("s/"), &Default::default()).unwrap();
     assert_eq!(remote.as_async().options().concurrency, 64);
     let mut sampler = Sampler::new(local.len(), 256, Mode::Iid, 3).unwrap();
     // Warm: the location pages.
@@ -69,7 +69,11 @@ fn the_limit_is_an_option() {
     let local = store(dir.path(), 2_000, 512);
     let server = LatencyServer::start(dir.path(), Duration::from_millis(5));
     let options = RemoteOptions { concurrency: 8, max_gap: 0, ..Default::default() };
-    let remote = RemoteStore::open_blocking_with(&server.url("s/"), options, HttpOptions::default()).unwrap();
+    let remote = zrecord::open::remote(
+        &server.url("s/"),
+        &zrecord::open::Options { remote: options, ..Default::default() },
+    )
+    .unwrap();
     let batch: Vec<u64> = (0..2000).step_by(7).collect();
     assert_eq!(remote.gather(&batch).unwrap().bytes(), local.gather(&batch).unwrap().bytes());
     assert!(server.peak_in_flight() <= 8, "peak {}", server.peak_in_flight());

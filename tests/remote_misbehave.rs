@@ -10,7 +10,7 @@ use std::net::TcpListener;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use zrecord::remote::{BlockingStore, HttpOptions, RemoteOptions, RemoteStore};
+use zrecord::remote::{BlockingStore, HttpOptions, RemoteOptions};
 use zrecord::Records;
 use zrecord::{Error, Result};
 
@@ -148,7 +148,7 @@ fn options() -> RemoteOptions {
 }
 
 fn open(url: &str) -> Result<BlockingStore> {
-    RemoteStore::open_blocking_with(url, options(), HttpOptions::default())
+    zrecord::open::remote(url, &zrecord::open::Options { remote: options(), ..Default::default() })
 }
 
 fn open_err(url: &str) -> Error {
@@ -338,7 +338,11 @@ fn timeouts_are_retried_then_reported() {
         }),
     );
     let http = HttpOptions { timeout: Duration::from_millis(300), ..Default::default() };
-    let store = RemoteStore::open_blocking_with(&url, options(), http).unwrap();
+    let store = zrecord::open::remote(
+        &url,
+        &zrecord::open::Options { remote: options(), http, ..Default::default() },
+    )
+    .unwrap();
     assert_eq!(store.stats().retries, 1);
     assert!(count.load(Ordering::SeqCst) >= 2);
 }
@@ -469,7 +473,8 @@ fn if_match_is_off_by_default_and_sent_when_asked() {
     let store = open(&url).unwrap();
     store.gather(&[0]).unwrap();
     let opts = RemoteOptions { if_match: true, ..options() };
-    let store = RemoteStore::open_blocking_with(&url, opts, HttpOptions::default()).unwrap();
+    let store =
+        zrecord::open::remote(&url, &zrecord::open::Options { remote: opts, ..Default::default() }).unwrap();
     store.gather(&[0]).unwrap();
     store.gather(&[1]).unwrap();
     let seen = seen.lock().unwrap();

@@ -18,7 +18,6 @@ use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpStream;
 use tokio::sync::Barrier;
-use zrecord::remote::RemoteStore;
 use zrecord::serve::{self, ServeConfig, ServerHandle};
 use zrecord::Records;
 use zrecord::{Geometry, Store};
@@ -172,7 +171,8 @@ fn the_remote_reader_reads_every_fixture_through_serve() {
             scope.spawn(move || {
                 for f in fixtures() {
                     let url = format!("{base}{}/", f.name);
-                    let remote = RemoteStore::open_blocking(&url).unwrap_or_else(|e| panic!("{url}: {e}"));
+                    let remote = zrecord::open::remote(&url, &Default::default())
+                        .unwrap_or_else(|e| panic!("{url}: {e}"));
                     let local = Store::open(Path::new(&f.path())).unwrap();
                     let order: Vec<u64> = (0..f.len).rev().chain((0..f.len).step_by(t + 1)).collect();
                     match local.geometry() {

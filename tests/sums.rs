@@ -13,7 +13,7 @@ use zrecord::format::sums::{Sums, SUMS};
 use zrecord::format::{Geometry, RecordLoc, Verify, LOC_SIZE, PAGE_SIZE};
 use zrecord::local::seal::{seal, Sealed};
 use zrecord::local::writer::{CreateOptions, Writer};
-use zrecord::remote::{HttpOptions, RemoteOptions, RemoteStore};
+use zrecord::remote::RemoteOptions;
 use zrecord::{Codec, Error, OpenOptions, Records, Store};
 
 fn checked(dir: &Path) -> zrecord::Result<Store> {
@@ -258,7 +258,9 @@ fn checked_reads_over_http() {
     let server = nginx::Nginx::start(tmp.path());
     let url = server.url("s");
     let options = |verify| RemoteOptions { verify, ..Default::default() };
-    let open = |verify| RemoteStore::open_blocking_with(&url, options(verify), HttpOptions::default());
+    let open = |verify| {
+        zrecord::open::remote(&url, &zrecord::open::Options { remote: options(verify), ..Default::default() })
+    };
     match open(Verify::Always) {
         Err(e @ Error::NotFound { .. }) => assert!(e.to_string().contains("zrecord seal"), "{e}"),
         other => panic!("expected NotFound, got {other:?}"),

@@ -11,8 +11,8 @@
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use zrecord::format::batch::{DenseBatch, RaggedBatch};
 use zrecord::format::{FileSizes, RecordLoc, StoreInfo};
-use zrecord::remote::{HttpOptions, RemoteOptions, RemoteStore};
-use zrecord::{Records, Result};
+use zrecord::open::Options;
+use zrecord::{AnyStore, Records, Result};
 
 static HOME_PID: OnceLock<u32> = OnceLock::new();
 
@@ -26,18 +26,26 @@ pub fn forked() -> bool {
     std::process::id() != home_pid()
 }
 
-/// A store as the bindings hold it: any [`Records`], reopened (remote) in a
-/// forked child.
+/// A store as the bindings hold it: any store [`zrecord::open`] gives,
+/// reopened (remote) in a forked child.
 #[derive(Debug)]
 pub struct ForkSafe {
     inner: Arc<dyn Records>,
     /// For a remote store: how to open it again in a child.
-    url: Option<(String, RemoteOptions)>,
+    url: Option<(String, Options)>,
     child: Mutex<Option<(u32, Arc<dyn Records>)>>,
 }
 
 impl ForkSafe {
-    pub fn new(inner: Arc<dyn Records>, url: Option<(String, RemoteOptions)>) -> Self {
+    /// Open `target` (a path or a URL) as [`zrecord::open_with`] does.
+    pub fn open(target: &str, options: Options) -> Result<Self> {
+        Ok(match zrecord::open_with(target, &options)? {
+            AnyStore::Local(store) => ForkSafe::new(Arc::new(store), None),
+            AnyStore::Remote(store) => ForkSafe::new(Arc::new(store), Some((target.to_string(), options))),
+        })
+    }
+
+    fn new(inner: Arc<dyn Records>, url: Option<(String, Options)>) -> Self {
         ForkSafe { inner, url, child: Mutex::new(None) }
     }
 
@@ -53,8 +61,7 @@ impl ForkSafe {
                 return Ok(Arc::clone(store));
             }
         }
-        let store: Arc<dyn Records> =
-            Arc::new(RemoteStore::open_blocking_with(url, options.clone(), HttpOptions::default())?);
+        let store: Arc<dyn Records> = Arc::new(zrecord::open::remote(url, options)?);
         if let Some(old) = slot.replace((pid, Arc::clone(&store))) {
             std::mem::forget(old); // its HTTP workers belong to another process
         }

@@ -2,7 +2,7 @@
 //!
 //! The Python package (`python/zrecord/`) keeps loaderx 2.0.1's argument
 //! checks and shapes its results; this module only moves bytes: it opens
-//! stores (local or `http(s)://`), gathers with the GIL released, hands the
+//! stores (local, `http(s)://` or in buckets), gathers with the GIL released, hands the
 //! gathered buffers to NumPy without copying, writes, trains dictionaries,
 //! samples and drives the prefetching loader.
 
@@ -28,5 +28,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<loader::NativeSampler>()?;
     m.add_class::<loader::NativeLoader>()?;
     m.add_function(wrap_pyfunction!(writer::train_dict_native, m)?)?;
+    m.add_function(wrap_pyfunction!(store::store_url, m)?)?;
     Ok(())
 }

@@ -10,12 +10,17 @@ use pyo3::types::PyBytes;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use zrecord::format::Verify;
-use zrecord::remote::{HttpOptions, RemoteOptions, RemoteStore};
 use zrecord::{AlignedBytes, Geometry, RaggedBatch, Records};
 
-/// Whether `path` names a remote store (HTTP or a bucket).
-pub fn is_url(path: &str) -> bool {
-    ["http://", "https://", "s3://", "gs://", "az://"].iter().any(|s| path.starts_with(s))
+/// The URL `path` names, or `None` for a local path: the core's one scheme
+/// table decides (`zrecord::location`), so Python and the CLI agree.
+///
+/// Raises `ValueError` for a scheme no reader takes.
+#[pyfunction]
+pub fn store_url(path: &str) -> PyResult<Option<&str>> {
+    zrecord::location::Location::parse(path)
+        .map(|l| l.url())
+        .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))
 }
 
 /// An open, read-only store. Gathers release the GIL.
@@ -31,23 +36,15 @@ pub struct NativeStore {
 
 #[pymethods]
 impl NativeStore {
-    /// Open the store at `path` (a directory, or an `http(s)://`, `s3://`,
-    /// `gs://` or `az://` URL); with `verify`, every record read is checked
+    /// Open the store at `path` (a directory, or a URL of any scheme
+    /// `zrecord::location::SCHEMES` lists); with `verify`, every record read is checked
     /// against the store's checksum sidecar (an unsealed store fails to open).
     #[staticmethod]
     #[pyo3(signature = (path, verify = false))]
     fn open(py: Python<'_>, path: String, verify: bool) -> PyResult<NativeStore> {
         let verify = if verify { Verify::Always } else { Verify::Off };
-        let opened = py.detach(|| -> zrecord::Result<ForkSafe> {
-            if is_url(&path) {
-                let options = RemoteOptions { verify, ..Default::default() };
-                let store = RemoteStore::open_blocking_with(&path, options.clone(), HttpOptions::default())?;
-                Ok(ForkSafe::new(Arc::new(store), Some((path.clone(), options))))
-            } else {
-                let options = zrecord::OpenOptions { verify, ..Default::default() };
-                Ok(ForkSafe::new(Arc::new(zrecord::Store::open_with(&path, options)?), None))
-            }
-        });
+        let options = zrecord::open::Options::default().verify(verify);
+        let opened = py.detach(|| ForkSafe::open(&path, options));
         Ok(NativeStore {
             store: Arc::new(opened.py_err(py)?),
             descr: PyOnceLock::new(),

@@ -67,3 +67,22 @@ def test_remote_reader_pickles_and_survives_fork(server):
     from test_fork import wait_child
     wait_child(pid, 60)
     assert os.read(r, 16) == b"ok"
+
+
+def test_every_scheme_of_the_core_in_any_case(server):
+    """The package asks the core which strings are URLs (one table for the
+    CLI, Python and the browser): an upper-case scheme is still a URL, the
+    scheme aliases of buckets are URLs, and an unknown scheme is refused by
+    name instead of being looked for on disk."""
+    from zrecord import _native
+
+    url = server.url.replace("http://", "HTTP://") + "/dense-u8-img-zstd/"
+    with Dense.open(url) as remote, Dense.open(FIXTURES / "dense-u8-img-zstd") as local:
+        assert remote.path == url
+        assert remote[[3, 1]].tobytes() == local[[3, 1]].tobytes()
+    for bucket in ["s3://b/x", "S3A://b/x", "gs://b/x", "az://c/x", "azure://c/x",
+                   "abfs://fs@acct.dfs.core.windows.net/x", "abfss://fs@acct.dfs.core.windows.net/x"]:
+        assert _native.store_url(bucket) == bucket
+    assert _native.store_url("/data/s3://x") is None
+    with pytest.raises(ValueError, match=r"unknown URL scheme ftp://"):
+        Dense.open("ftp://host/store")

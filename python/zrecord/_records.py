@@ -47,7 +47,9 @@ DICT_TIERS = {
 
 
 def _is_url(path):
-    return isinstance(path, str) and path.startswith(("http://", "https://", "s3://", "gs://", "az://"))
+    """Whether ``path`` is a store URL, by the core's scheme table (an unknown
+    ``scheme://`` raises ``ValueError``)."""
+    return isinstance(path, str) and _native.store_url(path) is not None
 
 
 def _validate_dtype(dtype):

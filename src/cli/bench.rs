@@ -10,13 +10,12 @@
 //! (null for a local store) and the settings.
 
 use super::common::{parse_shard, size, CliResult, Ctx, Out};
-use super::records::{open_remote_with, url_of};
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::time::Instant;
-use zrecord::remote::{BlockingStore, RemoteOptions};
+use zrecord::open::Options;
 use zrecord::training::sampler::{Mode, Sampler};
-use zrecord::{Batch, Records, Store};
+use zrecord::{Batch, Records};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -59,24 +58,14 @@ pub fn run(_ctx: &Ctx, a: Args) -> CliResult {
         return Err("--batch and --batches must be at least 1".into());
     }
     let opened = Instant::now();
-    let (mut local, mut remote_store) = (None, None);
-    match url_of(&a.store) {
-        Some(url) => {
-            let mut options = RemoteOptions::default();
-            if let Some(c) = a.concurrency {
-                options.concurrency = c.max(1);
-            }
-            remote_store = Some(open_remote_with(url, options)?);
-        }
-        None => local = Some(Store::open(&a.store)?),
+    let mut options = Options::default();
+    if let Some(c) = a.concurrency {
+        options.remote.concurrency = c.max(1);
     }
+    let store = zrecord::open_with(&a.store, &options)?;
     let open_ms = opened.elapsed().as_secs_f64() * 1e3;
-    let remote: Option<&BlockingStore> = remote_store.as_ref();
-    let records: &dyn Records = match (&remote, &local) {
-        (Some(r), _) => *r,
-        (None, Some(l)) => l,
-        (None, None) => unreachable!("one store is open"),
-    };
+    let remote = store.as_remote();
+    let records = store.records();
     let len = records.len();
     if len == 0 {
         return Err(format!("{}: the store is empty", records.name()).into());

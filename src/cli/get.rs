@@ -10,7 +10,6 @@ use super::records;
 use super::values::{record_json, record_text, EDGE};
 use serde_json::json;
 use std::path::PathBuf;
-use zrecord::Batch;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -31,12 +30,10 @@ pub fn run(_ctx: &Ctx, a: Args) -> CliResult {
     let store = records::open(&a.store)?;
     let dtype = store.dtype().clone();
     let mut out = Out::new();
+    // One gather: on a remote store, one round of requests for every index.
+    let batch = store.gather_any(&a.indices)?;
     for (n, &i) in a.indices.iter().enumerate() {
-        let batch = store.gather_any(&[i])?;
-        let (shape, bytes): (&[u64], &[u8]) = match &batch {
-            Batch::Dense(b) => (&b.shape()[1..], b.bytes()),
-            Batch::Ragged(b) => b.record(0),
-        };
+        let (shape, bytes) = batch.record(n);
         if a.json {
             let v = json!({"i": i, "shape": shape, "dtype": dtype.as_str(), "values": record_json(&dtype, shape, bytes)});
             out.line(&v.to_string())?;

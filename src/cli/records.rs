@@ -1,55 +1,29 @@
-//! The store a command reads from: a local store or a remote one behind the
-//! library's [`Records`] trait, so every command but `verify` (which checks
-//! the stored bytes themselves) reads both alike. [`open`] gives the remote
-//! reader for `s3://`, `gs://`, `az://`, `http://` and `https://` arguments.
+//! The store a command reads from: [`zrecord::open`] gives a local store or
+//! a remote one behind the library's [`Records`] trait, so every command but
+//! `verify` (which checks the stored bytes themselves) reads both alike.
 
 use super::common::CliResult;
 use std::ops::Range;
 use std::path::Path;
 use zrecord::format::Verify;
-use zrecord::remote::{BlockingStore, HttpOptions, RemoteOptions, RemoteStore};
-use zrecord::{Batch, OpenOptions, Records, Store};
+use zrecord::location::Location;
+use zrecord::open::Options;
+use zrecord::{Batch, Records};
 
-/// Whether a STORE argument names a remote store.
-pub fn is_url(arg: &Path) -> bool {
-    url_of(arg).is_some()
+/// The URL a STORE argument names, if it names one (the library's scheme
+/// table decides; an unknown scheme is an error).
+pub fn url_of(arg: &Path) -> CliResult<Option<&str>> {
+    match arg.to_str() {
+        Some(s) => Ok(Location::parse(s)?.url()),
+        None => Ok(None),
+    }
 }
 
 /// Open the store a command names: a directory, or a bucket or `http(s)://`
 /// URL. A sealed store's records are checked against its sidecar as they
 /// are read, so no command hands on bytes that changed silently.
 pub fn open(arg: &Path) -> CliResult<Box<dyn Records>> {
-    match url_of(arg) {
-        Some(url) => Ok(Box::new(open_remote_with(
-            url,
-            RemoteOptions { verify: Verify::IfSealed, ..Default::default() },
-        )?)),
-        None => Ok(Box::new(Store::open_with(
-            arg,
-            OpenOptions { verify: Verify::IfSealed, ..Default::default() },
-        )?)),
-    }
-}
-
-/// The URL a STORE argument names, if it names one.
-pub fn url_of(arg: &Path) -> Option<&str> {
-    arg.to_str().filter(|s| {
-        s.split_once("://")
-            .is_some_and(|(scheme, _)| URL_SCHEMES.contains(&scheme.to_ascii_lowercase().as_str()))
-    })
-}
-
-/// Schemes a STORE argument may have (buckets go through object_store).
-const URL_SCHEMES: [&str; 9] = ["http", "https", "s3", "s3a", "gs", "az", "azure", "abfs", "abfss"];
-
-/// Open a remote store (the store directory's URL, or its `meta.zr`'s).
-pub fn open_remote(url: &str) -> zrecord::Result<BlockingStore> {
-    RemoteStore::open_blocking(url)
-}
-
-/// As [`open_remote`], with options.
-pub fn open_remote_with(url: &str, options: RemoteOptions) -> zrecord::Result<BlockingStore> {
-    RemoteStore::open_blocking_with(url, options, HttpOptions::default())
+    Ok(Box::new(zrecord::open_with(arg, &Options::default().verify(Verify::IfSealed))?))
 }
 
 /// One batch of records to work on.

@@ -3,7 +3,7 @@
 //! tell when its bytes change silently. loaderx ignores the file.
 
 use super::common::{size, CliResult, Ctx, Fail, Out};
-use super::records::is_url;
+use super::records::url_of;
 use std::path::PathBuf;
 use zrecord::format::sums::SUMS;
 use zrecord::local::seal::{seal, Sealed};
@@ -19,7 +19,7 @@ pub struct Args {
 }
 
 pub fn run(ctx: &Ctx, a: Args) -> CliResult {
-    if is_url(&a.store) {
+    if url_of(&a.store)?.is_some() {
         return Err(Fail::Msg(format!(
             "{}: seal a local copy of the store, then upload it with its {SUMS}",
             a.store.display()

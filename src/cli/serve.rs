@@ -12,7 +12,7 @@
 //! nothing, so there is nothing to clean up.
 
 use super::common::{CliResult, Ctx, Fail, Out};
-use super::records::is_url;
+use super::records::url_of;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use zrecord::serve::viewer_assets::{has_wasm_reader, viewer_assets, viewer_assets_from, viewer_link};
@@ -94,7 +94,7 @@ pub fn run_serve(ctx: &Ctx, a: ServeArgs) -> CliResult {
 }
 
 pub fn run_view(ctx: &Ctx, a: ViewArgs) -> CliResult {
-    if is_url(&a.store) {
+    if url_of(&a.store)?.is_some() {
         return Err(Fail::Msg(format!(
             "{}: view serves a local store; for a remote one, open the viewer of `zrecord serve` \
              with #url=URL (its server must send CORS headers)",
@@ -123,7 +123,7 @@ pub fn run_view(ctx: &Ctx, a: ViewArgs) -> CliResult {
 
 /// A directory argument made absolute (so what is printed can be pasted anywhere).
 fn local_dir(arg: &Path, command: &str) -> CliResult<PathBuf> {
-    if is_url(arg) {
+    if url_of(arg)?.is_some() {
         return Err(Fail::Msg(format!("{}: {command} serves a local directory", arg.display())));
     }
     if !arg.is_dir() {

@@ -4,7 +4,7 @@
 
 use super::common::{parse_tier, size, tier_name, Cleanup, CliResult, Ctx, Out};
 use super::npyfile::NpyIn;
-use super::records::{self, is_url};
+use super::records::{self, url_of};
 use std::io::Write;
 use std::path::PathBuf;
 use zrecord::training::dict::Tier;
@@ -23,7 +23,7 @@ pub struct Args {
 
 pub fn run(ctx: &Ctx, a: Args) -> CliResult {
     let cleanup = Cleanup::file(&a.output)?;
-    let from_npy = !is_url(&a.source) && a.source.is_file();
+    let from_npy = url_of(&a.source)?.is_none() && a.source.is_file();
     let spin = ctx.spinner(&format!("training a {} dictionary", tier_name(a.tier)));
     let dict = if from_npy {
         NpyIn::open(ctx, &a.source)?.train_dict(a.tier)

@@ -41,7 +41,7 @@
 //! above 2^26 records.
 
 use super::common::{size, CliResult, Ctx, Fail, Out};
-use super::records::{open_remote, url_of};
+use super::records::url_of;
 use rayon::prelude::*;
 use serde_json::json;
 use std::fs::File;
@@ -55,6 +55,7 @@ use zrecord::format::StoreFile;
 use zrecord::format::{
     ragged, Codec, Geometry, RecordLoc, Schema, StoreInfo, DICT_MAGIC, HEADER_SIZE, LOC_SIZE, PAGE_SIZE,
 };
+use zrecord::open::Options;
 use zrecord::remote::BlockingStore;
 use zrecord::source::{mmap::MmapSource, ByteSource};
 use zrecord::Records;
@@ -119,7 +120,7 @@ struct Verified {
 }
 
 pub fn run(ctx: &Ctx, a: Args) -> CliResult {
-    let Verified { name, len, mut report, remote, sealed } = match url_of(&a.store) {
+    let Verified { name, len, mut report, remote, sealed } = match url_of(&a.store)? {
         Some(url) => verify_remote(ctx, url)?,
         None => verify_local(ctx, &a.store)?,
     };
@@ -255,7 +256,7 @@ fn verify_remote(ctx: &Ctx, url: &str) -> CliResult<Verified> {
     let mut report = Report::default();
     // data.zr's size is an open-time rule on disk; over HTTP it costs a
     // request, spent here so a short or unpublished data.zr is a problem too.
-    let opened = open_remote(url).and_then(|s| Ok((s.data_size()?, s)));
+    let opened = zrecord::open::remote(url, &Options::default()).and_then(|s| Ok((s.data_size()?, s)));
     let (data_size, store) = match opened {
         Ok(x) => x,
         Err(e) => {

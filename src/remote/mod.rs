@@ -1,5 +1,6 @@
-//! Stores read over range reads: from buckets and HTTP servers natively, and
-//! in browsers (wasm, ruzstd).
+//! Stores away from the local disk: read over range reads from buckets and
+//! HTTP servers natively and in browsers (wasm, ruzstd), and published to
+//! buckets ([`push`], feature `cloud`).
 //!
 //! One async driver ([`RemoteStore`]) walks the core's gather plans over a
 //! plain range-read transport ([`RangeRead`]): HTTP through [`HttpRanges`]
@@ -15,7 +16,7 @@
 //! # #[cfg(feature = "http")] {
 //! use zrecord::Records;
 //! // Or "s3://bucket/stores/train", configured from AWS_* variables.
-//! let store = zrecord::remote::RemoteStore::open_blocking("https://example.org/stores/train/")?;
+//! let store = zrecord::open::remote("https://example.org/stores/train/", &Default::default())?;
 //! let batch = store.gather(&[3, 1, 4])?;
 //! println!("{:?} {}", batch.shape(), store.stats().requests);
 //! # }
@@ -38,9 +39,11 @@ pub use transport::{LocalBoxFuture, RangeRead, Ranged, ReadRequest};
 
 cfg_if::cfg_if! {
     if #[cfg(feature = "http")] {
-        mod native;
+        mod blocking;
+        mod client;
         pub mod runtime;
-        pub use native::{transport_for, AnyTransport, BlockingStore, HttpClient, HttpOptions};
+        pub use blocking::{AnyTransport, BlockingStore};
+        pub use client::{HttpClient, HttpOptions};
     }
 }
 #[cfg(feature = "cloud")]

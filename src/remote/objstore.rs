@@ -11,19 +11,12 @@
 use super::runtime;
 use super::transport::{LocalBoxFuture, RangeRead, Ranged, ReadRequest};
 use crate::format::StoreFile;
+use crate::location::{Location, Service};
 use crate::{Error, Result};
 use object_store::path::Path as ObjectPath;
 use object_store::{BackoffConfig, GetOptions, GetRange, ObjectStore, ObjectStoreExt, RetryConfig};
 use std::sync::Arc;
 use std::time::Duration;
-
-/// URL schemes served by object stores (the rest go over plain HTTP).
-pub const SCHEMES: [&str; 7] = ["s3", "s3a", "gs", "az", "azure", "abfs", "abfss"];
-
-/// Whether `url` names a store in a bucket.
-pub fn is_bucket_url(url: &str) -> bool {
-    url.split_once("://").is_some_and(|(scheme, _)| SCHEMES.contains(&scheme.to_ascii_lowercase().as_str()))
-}
 
 /// Retrying of an object store's requests.
 #[derive(Clone, Copy, Debug)]
@@ -73,8 +66,10 @@ impl Bucket {
     /// As [`Bucket::from_url`], and for a key the store does not know.
     pub fn from_url_with(url: &str, retry: BucketRetry, config: &[(String, String)]) -> Result<Bucket> {
         let bad = |why: String| Error::InvalidArgument { store: url.to_string(), why };
-        let (scheme_raw, rest) = url.split_once("://").ok_or_else(|| bad("not a URL".into()))?;
-        let scheme = scheme_raw.to_ascii_lowercase();
+        let Location::Bucket { service, .. } = Location::parse(url)? else {
+            return Err(bad("not a bucket URL (s3://, gs://, az://, ...)".into()));
+        };
+        let (scheme_raw, rest) = url.split_once("://").expect("a bucket URL has a scheme");
         let rest = rest.split(['?', '#']).next().unwrap_or_default();
         let (host, path) = rest.split_once('/').unwrap_or((rest, ""));
         if host.is_empty() {
@@ -91,15 +86,15 @@ impl Bucket {
         };
         let root = format!("{scheme_raw}://{host}");
         let key = |k: &str, e: object_store::Error| bad(format!("configuration key {k:?}: {e}"));
-        let built: std::result::Result<Arc<dyn ObjectStore>, object_store::Error> = match scheme.as_str() {
-            "s3" | "s3a" => {
+        let built: std::result::Result<Arc<dyn ObjectStore>, object_store::Error> = match service {
+            Service::S3 => {
                 let mut b = object_store::aws::AmazonS3Builder::from_env().with_url(&root).with_retry(retry);
                 for (k, v) in config {
                     b = b.with_config(k.parse().map_err(|e| key(k, e))?, v);
                 }
                 b.build().map(|s| Arc::new(s) as Arc<dyn ObjectStore>)
             }
-            "gs" => {
+            Service::Gcs => {
                 let mut b = object_store::gcp::GoogleCloudStorageBuilder::from_env()
                     .with_url(&root)
                     .with_retry(retry);
@@ -108,7 +103,7 @@ impl Bucket {
                 }
                 b.build().map(|s| Arc::new(s) as Arc<dyn ObjectStore>)
             }
-            "az" | "azure" | "abfs" | "abfss" => {
+            Service::Azure => {
                 let mut b =
                     object_store::azure::MicrosoftAzureBuilder::from_env().with_url(&root).with_retry(retry);
                 for (k, v) in config {
@@ -116,9 +111,8 @@ impl Bucket {
                 }
                 b.build().map(|s| Arc::new(s) as Arc<dyn ObjectStore>)
             }
-            other => return Err(bad(format!("unknown scheme {other}:// (s3, gs, az, http, https)"))),
         };
-        let store = built.map_err(|e| bad(format!("configuring the {scheme} client: {e}")))?;
+        let store = built.map_err(|e| bad(format!("configuring the {scheme_raw}:// client: {e}")))?;
         let mut path = path.trim_matches('/').to_string();
         if path == StoreFile::Meta.name() {
             path.clear();
@@ -167,7 +161,7 @@ impl ObjectRanges {
 /// An object-store error as ours, naming `at`.
 pub(crate) fn convert(at: &str, e: object_store::Error) -> Error {
     use object_store::Error as E;
-    let chain = super::native::error_chain(&e);
+    let chain = super::client::error_chain(&e);
     match e {
         E::NotFound { .. } => {
             Error::NotFound { store: at.to_string(), what: "no such object in the bucket".into() }
@@ -212,7 +206,7 @@ fn credentials_hint() -> &'static str {
 /// answers an empty blob with `Content-Range: bytes 0--1/0`, which
 /// object_store cannot parse. The object's size then decides.
 fn may_be_past_end(e: &object_store::Error) -> bool {
-    let s = super::native::error_chain(e);
+    let s = super::client::error_chain(e);
     s.contains("416")
         || s.contains("InvalidRange")
         || s.contains("Range Not Satisfiable")
@@ -316,13 +310,5 @@ mod tests {
             assert_eq!(at(url), (prefix.to_string(), dir.to_string()), "{url}");
         }
         assert!(Bucket::from_url_with("az:///x", BucketRetry::default(), &emulator).is_err());
-    }
-
-    #[test]
-    fn bucket_urls() {
-        assert!(is_bucket_url("s3://b/x"));
-        assert!(is_bucket_url("GS://b/x"));
-        assert!(!is_bucket_url("https://b/x"));
-        assert!(!is_bucket_url("/data/s3://x"));
     }
 }
