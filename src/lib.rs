@@ -34,7 +34,7 @@ pub mod serve;
 pub mod wasm;
 
 pub use error::{Error, Result};
-pub use format::batch::{AlignedBytes, Batch, DenseBatch, RaggedBatch};
+pub use format::batch::{AlignedBytes, Batch, DenseBatch, Packed, RaggedBatch};
 pub use format::{Codec, DType, Geometry, Kind};
 pub use records::Records;
 

@@ -120,33 +120,19 @@ pub fn ragged_out<'py>(
             .collect::<PyResult<Vec<_>>>()?;
         return PyList::new(py, arrays).map(Bound::into_any);
     }
-    let spans = batch.spans();
     let itemsize = descr.itemsize().max(1);
-    let mut offsets = Vec::with_capacity(spans.len() + 1);
-    offsets.push(0i64);
-    for s in spans {
-        offsets.push(offsets[offsets.len() - 1] + (s.len() / itemsize) as i64);
-    }
-    let items = *offsets.last().unwrap_or(&0) as u64;
-    let rank = (0..batch.len()).map(|k| batch.shape(k).len()).max().unwrap_or(0);
-    let mut shapes = vec![-1i64; batch.len() * rank];
-    for (k, row) in shapes.chunks_mut(rank.max(1)).enumerate() {
-        for (d, &s) in row.iter_mut().zip(batch.shape(k)) {
-            *d = s as i64;
+    let packed = batch.packed(itemsize);
+    let items = *packed.offsets.last().unwrap_or(&0);
+    let values = match packed.contiguous {
+        Some(all) => Payload::new(py, batch.take_values())?.view(descr, &[items], all)?,
+        None => {
+            let mut together = AlignedBytes::zeroed(items as usize * itemsize);
+            batch.copy_values(together.as_mut_slice());
+            Payload::new(py, together)?.view(descr, &[items], 0..items as usize * itemsize)?
         }
-    }
-    let values = if spans.windows(2).all(|w| w[0].end == w[1].start) {
-        let all = spans.first().map_or(0..0, |first| first.start..spans[spans.len() - 1].end);
-        Payload::new(py, batch.take_values())?.view(descr, &[items], all)?
-    } else {
-        let mut together = AlignedBytes::zeroed(items as usize * itemsize);
-        let mut at = 0;
-        for (_, bytes) in batch.iter() {
-            together.as_mut_slice()[at..at + bytes.len()].copy_from_slice(bytes);
-            at += bytes.len();
-        }
-        Payload::new(py, together)?.view(descr, &[items], 0..at)?
     };
+    let offsets: Vec<i64> = packed.offsets.iter().map(|&o| o as i64).collect();
+    let (rank, shapes) = (packed.rank, packed.shapes);
     let shapes = PyArray1::from_vec(py, shapes).reshape([batch.len(), rank])?;
     (values, PyArray1::from_vec(py, offsets), shapes).into_pyobject(py).map(Bound::into_any)
 }

@@ -154,6 +154,61 @@ impl RaggedBatch {
     pub fn iter(&self) -> impl ExactSizeIterator<Item = (&[u64], &[u8])> + '_ {
         (0..self.len()).map(|i| self.record(i))
     }
+
+    /// The batch as NumPy and JavaScript callers take it, `(values, offsets,
+    /// shapes)`: written once here for every binding.
+    pub fn packed(&self, itemsize: usize) -> Packed {
+        let itemsize = itemsize.max(1);
+        let mut offsets = Vec::with_capacity(self.len() + 1);
+        offsets.push(0u64);
+        let mut items = 0u64;
+        for s in &self.spans {
+            items += (s.len() / itemsize) as u64;
+            offsets.push(items);
+        }
+        let rank = (0..self.len()).map(|k| self.shape(k).len()).max().unwrap_or(0);
+        let mut shapes = vec![-1i64; self.len() * rank];
+        for (k, row) in shapes.chunks_mut(rank.max(1)).enumerate() {
+            for (d, &s) in row.iter_mut().zip(self.shape(k)) {
+                *d = s as i64;
+            }
+        }
+        let back_to_back = self.spans.windows(2).all(|w| w[0].end == w[1].start);
+        let contiguous = back_to_back
+            .then(|| self.spans.first().map_or(0..0, |first| first.start..self.spans[self.len() - 1].end));
+        Packed { offsets, rank, shapes, contiguous }
+    }
+
+    /// Every record's payload back to back into `out` (exactly the payload
+    /// bytes: `packed(..).offsets`' last item times the item size), for a
+    /// batch whose records are not already contiguous.
+    ///
+    /// # Panics
+    /// When `out` is not exactly the payloads' total size.
+    pub fn copy_values(&self, out: &mut [u8]) {
+        let mut at = 0;
+        for (_, bytes) in self.iter() {
+            out[at..at + bytes.len()].copy_from_slice(bytes);
+            at += bytes.len();
+        }
+        assert_eq!(at, out.len(), "copy_values needs a buffer of the payloads' size");
+    }
+}
+
+/// A Ragged batch's layout as `(values, offsets, shapes)` (see
+/// [`RaggedBatch::packed`]): record `k` is items `offsets[k]..offsets[k + 1]`
+/// of the values, of shape `shapes[k * rank..(k + 1) * rank]` (padded with -1).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Packed {
+    /// `n + 1` item offsets.
+    pub offsets: Vec<u64>,
+    /// The largest record rank.
+    pub rank: usize,
+    /// `n * rank` dimensions, -1 past a record's own rank.
+    pub shapes: Vec<i64>,
+    /// Where the values already lie back to back in [`RaggedBatch::values`]
+    /// (`None`: gather them with [`RaggedBatch::copy_values`]).
+    pub contiguous: Option<Range<usize>>,
 }
 
 /// A gathered Dense batch: `(n, *item_shape)` items in C order, one aligned buffer.
@@ -305,5 +360,45 @@ impl Batch {
             Batch::Dense(b) => b.record(k),
             Batch::Ragged(b) => b.record(k),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two records of u16: `[1, 2, 3]` of shape (3,) and `[4, 5]` of shape
+    /// (1, 2), laid out at `starts` in the buffer.
+    fn batch(starts: [usize; 2]) -> RaggedBatch {
+        let mut data = AlignedBytes::zeroed(starts[1] + 4);
+        let s = data.as_mut_slice();
+        s[starts[0]..starts[0] + 6].copy_from_slice(&[1, 0, 2, 0, 3, 0]);
+        s[starts[1]..starts[1] + 4].copy_from_slice(&[4, 0, 5, 0]);
+        RaggedBatch {
+            data,
+            spans: vec![starts[0]..starts[0] + 6, starts[1]..starts[1] + 4],
+            dims: vec![3, 1, 2],
+            dim_starts: vec![0, 1, 3],
+            gaps: false,
+        }
+    }
+
+    #[test]
+    fn packed_offsets_shapes_and_values() {
+        for (starts, contiguous) in [([0, 6], Some(0..10)), ([0, 8], None), ([2, 8], Some(2..12))] {
+            let b = batch(starts);
+            let p = b.packed(2);
+            assert_eq!(p.offsets, [0, 3, 5]);
+            assert_eq!((p.rank, p.shapes.as_slice()), (2, &[3, -1, 1, 2][..]));
+            assert_eq!(p.contiguous, contiguous, "{starts:?}");
+            let mut values = vec![0u8; 10];
+            b.copy_values(&mut values);
+            assert_eq!(values, [1, 0, 2, 0, 3, 0, 4, 0, 5, 0]);
+            if let Some(all) = p.contiguous {
+                assert_eq!(&b.values()[all], &values[..]);
+            }
+        }
+        let empty = RaggedBatch::default().packed(4);
+        assert_eq!((empty.offsets, empty.rank, empty.contiguous), (vec![0], 0, Some(0..0)));
     }
 }

@@ -19,6 +19,7 @@ mod fetch;
 mod js;
 
 use crate::format::{ByteOrder, DType, Geometry, Kind, StoreFile, Verify};
+use crate::location::Location;
 use crate::remote::{cancellable, HttpRanges, RangeRead, RemoteOptions, RemoteStore, Retry};
 use crate::Error;
 use blob::BlobFiles;
@@ -343,6 +344,16 @@ impl JsStore {
         #[wasm_bindgen(unchecked_optional_param_type = "OpenOptions")] options: Option<JsValue>,
     ) -> Result<JsStore, JsValue> {
         let options = options.unwrap_or(JsValue::UNDEFINED);
+        // The core's scheme table: http(s):// and page-relative URLs are
+        // fetched; a bucket URL needs signed requests, which a page cannot make.
+        if let Location::Bucket { .. } = Location::parse(&url).map_err(js_error)? {
+            return Err(js_error(Error::InvalidArgument {
+                store: url,
+                why: "a browser cannot sign bucket requests; open the bucket's https:// URL \
+                      (public, or presigned for each file) instead"
+                    .into(),
+            }));
+        }
         let fetch = match get(&options, "fetch") {
             Some(f) => f.dyn_into::<Function>().map_err(|_| invalid("option fetch must be a function"))?,
             None => global_fn("fetch")?,
@@ -581,18 +592,25 @@ async fn gather_js(store: &Shared, indices: &[u64]) -> Result<JsValue, Error> {
         Geometry::Ragged => {
             let batch = store.gather_ragged(indices).await?;
             // Packed without the alignment padding the Rust batch keeps.
-            let total: usize = batch.spans().iter().map(|s| s.len()).sum();
-            let mut packed = Vec::with_capacity(total);
             let element = View::of(dtype).size();
-            let offsets = js_sys::Uint32Array::new_with_length(batch.len() as u32 + 1);
-            let shapes = Array::new();
-            for (k, (shape, bytes)) in batch.iter().enumerate() {
-                packed.extend_from_slice(bytes);
-                offsets.set_index(k as u32 + 1, (packed.len() / element) as u32);
-                shapes.push(&shape_array(shape));
-            }
-            set(&o, "values", typed_array(dtype, &packed));
-            set(&o, "offsets", offsets);
+            let packed = batch.packed(element);
+            let copied;
+            let values = match packed.contiguous {
+                Some(all) => &batch.values()[all],
+                None => {
+                    let items = *packed.offsets.last().unwrap_or(&0) as usize;
+                    copied = {
+                        let mut v = vec![0u8; items * element];
+                        batch.copy_values(&mut v);
+                        v
+                    };
+                    &copied[..]
+                }
+            };
+            let offsets: Vec<u32> = packed.offsets.iter().map(|&o| o as u32).collect();
+            let shapes: Array = batch.iter().map(|(shape, _)| JsValue::from(shape_array(shape))).collect();
+            set(&o, "values", typed_array(dtype, values));
+            set(&o, "offsets", js_sys::Uint32Array::from(&offsets[..]));
             set(&o, "shapes", shapes);
         }
     }
