@@ -12,7 +12,7 @@
 //! ```
 
 use crate::format::batch::{DenseBatch, RaggedBatch};
-use crate::format::{FileSizes, RecordLoc, StoreInfo, Verify};
+use crate::format::{FileSizes, RecordLoc, StoreCore, Verify};
 use crate::location::Location;
 use crate::records::Records;
 use crate::{Error, OpenOptions, Result, Store};
@@ -158,11 +158,8 @@ impl AnyStore {
 }
 
 impl Records for AnyStore {
-    fn info(&self) -> &StoreInfo {
-        self.records().info()
-    }
-    fn dict_bytes(&self) -> Option<&[u8]> {
-        self.records().dict_bytes()
+    fn core(&self) -> &StoreCore {
+        self.records().core()
     }
     fn raw_locs(&self, indices: &[u64]) -> Result<Vec<RecordLoc>> {
         self.records().raw_locs(indices)

@@ -4,7 +4,7 @@
 
 use crate::format::batch::{AlignedBytes, Batch, DenseBatch, RaggedBatch};
 use crate::format::dtype::Element;
-use crate::format::{Codec, DType, FileSizes, Geometry, RecordLoc, StoreInfo};
+use crate::format::{Codec, DType, FileSizes, Geometry, RecordLoc, StoreCore, StoreInfo};
 use crate::{Error, Result};
 
 /// A store that gathers records by index, local or remote.
@@ -22,11 +22,19 @@ use crate::{Error, Result};
 /// # Ok::<(), zrecord::Error>(())
 /// ```
 pub trait Records: Send + Sync + std::fmt::Debug {
+    /// The store as every driver holds it: its validated description and
+    /// dictionary (what gather plans and checkers are made from).
+    fn core(&self) -> &StoreCore;
+
     /// The validated Header, schema and sizes.
-    fn info(&self) -> &StoreInfo;
+    fn info(&self) -> &StoreInfo {
+        self.core().info()
+    }
 
     /// `dict.zr`'s bytes, for a `zstd_dict` store.
-    fn dict_bytes(&self) -> Option<&[u8]>;
+    fn dict_bytes(&self) -> Option<&[u8]> {
+        self.core().dict_bytes()
+    }
 
     /// Locations of `indices` exactly as stored, not validated: for checkers
     /// that report every broken location, and to size samples.

@@ -798,7 +798,7 @@ fn every_byte_flip_in_a_frame_stays_in_its_record() {
 /// The frame-header parser the reader uses before allocating agrees with C zstd.
 #[test]
 fn declared_frame_sizes_match_c_zstd() {
-    use zrecord::format::decode::{zstd_declared_size, ZSTD_MAX_HEADER};
+    use zrecord::format::{zstd_declared_size, ZSTD_MAX_HEADER};
     for len in [1usize, 255, 256, 300, 65791, 65792, 1 << 20] {
         let frame = zstd::bulk::compress(&vec![7u8; len], 3).unwrap();
         let head = &frame[..frame.len().min(ZSTD_MAX_HEADER)];

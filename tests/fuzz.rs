@@ -526,10 +526,9 @@ fn mangled_answers_fail_cleanly_or_read_right() {
         batches.push((0..n).rev().collect());
         for idx in batches.iter().filter(|b| !b.is_empty()) {
             let got = block_on(async {
-                Ok(match remote.info().item_shape() {
-                    Some(_) => remote.gather(idx).await?.bytes().to_vec(),
-                    None => remote.gather_ragged(idx).await?.iter().flat_map(|(_, b)| b.to_vec()).collect(),
-                })
+                let mut batch = zrecord::Batch::for_store(remote.info());
+                remote.gather_batch_into(idx, &mut batch).await?;
+                Ok((0..batch.len()).flat_map(|k| batch.record(k).1.to_vec()).collect::<Vec<u8>>())
             });
             let failed = got.is_err();
             remote_outcome_ok(

@@ -10,7 +10,7 @@
 
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use zrecord::format::batch::{DenseBatch, RaggedBatch};
-use zrecord::format::{FileSizes, RecordLoc, StoreInfo};
+use zrecord::format::{FileSizes, RecordLoc, StoreCore};
 use zrecord::open::Options;
 use zrecord::{AnyStore, Records, Result};
 
@@ -80,11 +80,8 @@ impl Drop for ForkSafe {
 }
 
 impl Records for ForkSafe {
-    fn info(&self) -> &StoreInfo {
-        self.inner.info()
-    }
-    fn dict_bytes(&self) -> Option<&[u8]> {
-        self.inner.dict_bytes()
+    fn core(&self) -> &StoreCore {
+        self.inner.core()
     }
     fn raw_locs(&self, indices: &[u64]) -> Result<Vec<RecordLoc>> {
         let store = self.current()?;

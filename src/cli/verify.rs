@@ -47,13 +47,11 @@ use serde_json::json;
 use std::fs::File;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
-use zrecord::codec::Dict;
-use zrecord::format::decode::{check_dense_loc, decode_record};
 use zrecord::format::files::{DATA, META, SUMS};
 use zrecord::format::sums::{self, Sums};
 use zrecord::format::StoreFile;
 use zrecord::format::{
-    ragged, Codec, Geometry, RecordLoc, Schema, StoreInfo, DICT_MAGIC, HEADER_SIZE, LOC_SIZE, PAGE_SIZE,
+    Codec, GatherPlan, RecordLoc, Schema, StoreCore, StoreInfo, DICT_MAGIC, HEADER_SIZE, LOC_SIZE, PAGE_SIZE,
 };
 use zrecord::open::Options;
 use zrecord::remote::BlockingStore;
@@ -236,7 +234,7 @@ fn verify_local(ctx: &Ctx, dir: &Path) -> CliResult<Verified> {
     let table = meta.slice(0, (span.end - span.start) as usize);
     let expected =
         sidecar.as_deref().and_then(|b| check_sidecar(info, b, table, store.dict_bytes(), &mut report));
-    let checker = Checker::new(info, store.dict_bytes(), expected);
+    let checker = Checker::new(store.core(), expected);
     check_records(ctx, info, &mut report, |range| {
         Ok(range
             .into_par_iter()
@@ -300,7 +298,7 @@ fn verify_remote(ctx: &Ctx, url: &str) -> CliResult<Verified> {
     let expected = sidecar
         .as_deref()
         .and_then(|b| check_sidecar(info, b, table.as_deref(), store.dict_bytes(), &mut report));
-    let checker = Checker::new(info, store.dict_bytes(), expected);
+    let checker = Checker::new(store.core(), expected);
     check_records(ctx, info, &mut report, |range| remote_round(&store, &checker, range))?;
     let sealed = sidecar.is_some();
     Ok(Verified {
@@ -468,10 +466,12 @@ fn check_sidecar(
     Some(parsed.records)
 }
 
-/// The checks of one record on its stored bytes, wherever they came from.
+/// The checks of one record on its stored bytes, wherever they came from:
+/// the core's ([`GatherPlan::check_record`]), and what only a checker asks
+/// of a zstd frame (its dictionary id, its content size, its true length).
 struct Checker<'a> {
+    core: &'a StoreCore,
     info: &'a StoreInfo,
-    dict: Option<Dict>,
     dict_id: Option<u32>,
     /// The sidecar's record checksums, when the store is sealed.
     expected: Option<Vec<u64>>,
@@ -481,12 +481,12 @@ struct Checker<'a> {
 type Checked = (Option<RecordLoc>, Vec<String>);
 
 impl<'a> Checker<'a> {
-    fn new(info: &'a StoreInfo, dict_bytes: Option<&[u8]>, expected: Option<Vec<u64>>) -> Checker<'a> {
-        let dict_bytes = dict_bytes.filter(|_| info.codec() == Codec::ZstdDict);
+    fn new(core: &'a StoreCore, expected: Option<Vec<u64>>) -> Checker<'a> {
+        let info = core.info();
+        let dict_bytes = core.dict_bytes().filter(|_| info.codec() == Codec::ZstdDict);
         Checker {
+            core,
             info,
-            // The store opened, so a zstd_dict store's dictionary loads.
-            dict: dict_bytes.and_then(|d| Dict::new(d).ok()),
             dict_id: dict_bytes.and_then(zstd_safe::get_dict_id_from_dict).map(|d| d.get()),
             expected,
         }
@@ -529,27 +529,11 @@ impl<'a> Checker<'a> {
         }
         // A frame already known to be broken would only fail again, less clearly.
         if found.is_empty() {
-            if let Err(e) = self.decode(i, loc, frame) {
+            if let Err(e) = GatherPlan::check_record(self.core, i, loc, frame) {
                 found.push(strip(&self.info.name, &e.to_string()));
             }
         }
         found
-    }
-
-    /// Decode as a reader does: a Dense record is one row, a Ragged record's
-    /// shape prefix fits it.
-    fn decode(&self, i: u64, loc: &RecordLoc, frame: &[u8]) -> zrecord::Result<()> {
-        let info = self.info;
-        if let Some(row) = info.row_bytes() {
-            check_dense_loc(info, i, loc, row)?;
-        }
-        let mut record = vec![0u8; loc.logic_length as usize];
-        decode_record(info, i, self.dict.as_ref(), frame, &mut record)?;
-        if let Geometry::Ragged = info.geometry() {
-            ragged::parse_prefix(&record, info.dtype(), &mut Vec::new())
-                .map_err(|why| Error::CorruptRecord { store: info.name.clone(), index: i, why })?;
-        }
-        Ok(())
     }
 }
 

@@ -5,8 +5,8 @@
 //! exists once, here. Nothing in this module touches files, sockets or `cfg`.
 
 pub mod batch;
-pub mod coalesce;
-pub mod decode;
+mod coalesce;
+pub(crate) mod decode;
 pub mod dtype;
 pub mod files;
 pub mod header;
@@ -18,7 +18,8 @@ pub mod store_core;
 pub mod store_info;
 pub mod sums;
 
-pub use coalesce::{Merge, Reads};
+pub use coalesce::{Fetch, Merge, Reads};
+pub use decode::{zstd_declared_size, ZSTD_MAX_HEADER};
 pub use dtype::{ByteOrder, DType, Kind};
 pub use files::StoreFile;
 pub use header::{Codec, Header};

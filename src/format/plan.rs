@@ -305,6 +305,97 @@ impl<'a> GatherPlan<'a> {
         }
     }
 
+    /// Fill a Ragged batch from checked `locs`: lay out each record's slot,
+    /// size the buffer, have `decode(buffer, slots)` decode record `k` into
+    /// `buffer[slots[k]]` (the driver's part: in parallel, or as reads
+    /// complete), then pack. The step order of every Ragged gather, once.
+    ///
+    /// # Errors
+    /// `decode`'s, and those of [`GatherPlan::ragged_slots`] and
+    /// [`GatherPlan::finish_ragged`].
+    pub fn fill_ragged(
+        &self,
+        locs: &[RecordLoc],
+        slots: &mut Vec<Range<usize>>,
+        batch: &mut RaggedBatch,
+        decode: impl FnOnce(&mut [u8], &[Range<usize>]) -> Result<()>,
+    ) -> Result<()> {
+        let total = self.ragged_slots(locs, slots)?;
+        batch.data.reuse(total);
+        decode(batch.data.as_mut_slice(), slots)?;
+        self.finish_ragged(slots, batch)
+    }
+
+    /// [`GatherPlan::fill_ragged`] from every record's stored bytes, already
+    /// read (`stored[k]` for record `k`), on the calling thread.
+    ///
+    /// # Errors
+    /// As [`GatherPlan::fill_ragged`].
+    pub fn fill_ragged_from(
+        &self,
+        locs: &[RecordLoc],
+        stored: &[Vec<u8>],
+        batch: &mut RaggedBatch,
+    ) -> Result<()> {
+        let mut slots = Vec::with_capacity(locs.len());
+        self.fill_ragged(locs, &mut slots, batch, |buf, slots| {
+            self.decode_all(stored, decode::slot_parts(buf, slots))
+        })
+    }
+
+    /// Size a Dense batch and decode every row from its stored bytes, already
+    /// read (`stored[k]` for row `k`).
+    ///
+    /// # Errors
+    /// As [`GatherPlan::decode`].
+    pub fn fill_dense_from(&self, stored: &[Vec<u8>], batch: &mut DenseBatch) -> Result<()> {
+        self.size_dense(batch);
+        let row = self.row.expect("a Dense plan").max(1);
+        self.decode_all(stored, batch.data.as_mut_slice().chunks_mut(row))
+    }
+
+    /// Decode record `k` of `stored` into the `k`-th of `parts`.
+    fn decode_all<'b>(
+        &self,
+        stored: &[Vec<u8>],
+        parts: impl IntoIterator<Item = &'b mut [u8]>,
+    ) -> Result<()> {
+        stored.iter().zip(parts).enumerate().try_for_each(|(k, (src, dst))| self.decode(k, src, dst))
+    }
+
+    /// Check record `index` at `loc` (as stored, not yet validated) on its
+    /// stored bytes as a gather would read it: the location's rules, a Dense
+    /// record's width, a big frame's declared size, the decode, and a Ragged
+    /// record's shape prefix. For checkers such as `zrecord verify`, which
+    /// report each record's problem instead of stopping at the first.
+    ///
+    /// # Errors
+    /// `IndexOutOfRange`, `BadFormat` or `CorruptRecord` naming the record.
+    pub fn check_record(core: &StoreCore, index: u64, loc: &RecordLoc, stored: &[u8]) -> Result<()> {
+        let indices = [index];
+        let plan = match core.info().geometry() {
+            Geometry::Dense { .. } => GatherPlan::dense(core, &indices)?,
+            Geometry::Ragged => GatherPlan::ragged(core, &indices)?,
+        };
+        plan.check_loc(0, loc)?;
+        if stored.len() != loc.phys_length as usize {
+            return Err(Error::CorruptRecord {
+                store: plan.info().name.clone(),
+                index,
+                why: format!("{} stored bytes for phys_length {}", stored.len(), loc.phys_length),
+            });
+        }
+        plan.check_frame_head(0, loc, stored)?;
+        let mut record = vec![0u8; loc.logic_length as usize];
+        plan.decode(0, stored, &mut record)?;
+        if plan.row.is_none() {
+            let mut batch = RaggedBatch::default();
+            plan.begin_ragged(&mut batch);
+            plan.place_ragged(0, &record, &mut 0, &mut batch)?;
+        }
+        Ok(())
+    }
+
     /// Finish a Ragged batch whose records were decoded into their `slots`:
     /// parse each shape prefix and, unless the batch allows gaps, move each
     /// payload to its packed, aligned place.

@@ -500,21 +500,16 @@ impl Store {
         slots: &mut Vec<Range<usize>>,
         batch: &mut RaggedBatch,
     ) -> Result<()> {
-        let total = plan.ragged_slots(locs, slots)?;
-        batch.data.reuse(total);
         let decode = |k: usize, dst: &mut [u8]| self.read_record(mem, plan, k, &locs[k], dst, &[]);
-        for_each_span(batch.data.as_mut_slice(), slots, self.parallel(total, plan.len()), &decode)?;
-        plan.finish_ragged(slots, batch)
+        plan.fill_ragged(locs, slots, batch, |buf, slots| {
+            for_each_span(buf, slots, self.parallel(buf.len(), plan.len()), &decode)
+        })
     }
 }
 
 impl Records for Store {
-    fn info(&self) -> &StoreInfo {
-        self.core.info()
-    }
-
-    fn dict_bytes(&self) -> Option<&[u8]> {
-        self.core.dict_bytes()
+    fn core(&self) -> &StoreCore {
+        &self.core
     }
 
     fn local_dir(&self) -> Option<&Path> {

@@ -7,7 +7,7 @@ use super::exec::block_on;
 use super::store::{RemoteOptions, RemoteSizes, RemoteStats, RemoteStore};
 use super::transport::RangeRead;
 use crate::format::batch::{DenseBatch, RaggedBatch};
-use crate::format::{FileSizes, RecordLoc, StoreInfo};
+use crate::format::{FileSizes, RecordLoc, StoreCore};
 use crate::records::Records;
 use crate::Result;
 
@@ -84,11 +84,8 @@ impl BlockingStore {
 }
 
 impl Records for BlockingStore {
-    fn info(&self) -> &StoreInfo {
-        self.inner.info()
-    }
-    fn dict_bytes(&self) -> Option<&[u8]> {
-        self.inner.dict_bytes()
+    fn core(&self) -> &StoreCore {
+        self.inner.core()
     }
     fn raw_locs(&self, indices: &[u64]) -> Result<Vec<RecordLoc>> {
         block_on(self.inner.raw_locs(indices))

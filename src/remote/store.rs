@@ -19,8 +19,7 @@ use super::files::{add, get, lock, StoreFiles};
 use super::http::{HttpGet, HttpRanges, Retry};
 use super::pages::{PageCache, LOC_PAGE};
 use super::transport::{LocalBoxFuture, RangeRead};
-use crate::format::batch::{AlignedBytes, Batch, DenseBatch, RaggedBatch};
-use crate::format::decode::slot_parts;
+use crate::format::batch::{Batch, DenseBatch, RaggedBatch};
 use crate::format::plan::Expected;
 use crate::format::store_core::check_dict_size;
 use crate::format::store_core::MAX_DICT_BYTES;
@@ -313,6 +312,10 @@ impl<T: RangeRead> RemoteStore<T> {
     pub fn info(&self) -> &StoreInfo {
         self.core.info()
     }
+    /// The store's description and dictionary, as gather plans take them.
+    pub fn core(&self) -> &StoreCore {
+        &self.core
+    }
     /// The dictionary bytes of a `zstd_dict` store.
     pub fn dict_bytes(&self) -> Option<&[u8]> {
         self.core.dict_bytes()
@@ -584,15 +587,6 @@ impl<T: RangeRead> RemoteStore<T> {
         Ok(stored)
     }
 
-    /// Decode each record of `stored` into the matching part.
-    fn decode_stored<'a>(
-        plan: &GatherPlan<'_>,
-        stored: &[Vec<u8>],
-        parts: impl IntoIterator<Item = &'a mut [u8]>,
-    ) -> Result<()> {
-        stored.iter().zip(parts).enumerate().try_for_each(|(k, (src, dst))| plan.decode(k, src, dst))
-    }
-
     /// Validated locations of records `start .. start + count` (for viewers).
     ///
     /// # Errors
@@ -695,16 +689,6 @@ impl<T: RangeRead> RemoteStore<T> {
         self.read_decode(plan, &locs, &mut parts).await
     }
 
-    /// Gather Dense records into a new batch.
-    ///
-    /// # Errors
-    /// As [`RemoteStore::gather_into`].
-    pub async fn gather(&self, indices: &[u64]) -> Result<DenseBatch> {
-        let mut batch = DenseBatch::new(self.info().dtype().clone());
-        self.gather_dense_batch(indices, &mut batch).await?;
-        Ok(batch)
-    }
-
     /// Gather Dense records into `batch`, reusing its buffer.
     ///
     /// # Errors
@@ -720,25 +704,13 @@ impl<T: RangeRead> RemoteStore<T> {
         // A big batch is read before it is allocated.
         let locs = self.checked_locs(&plan).await?;
         let stored = self.read_checked(&plan, &locs).await?;
-        plan.size_dense(batch);
-        let row = plan.row().expect("a Dense plan").max(1);
-        Self::decode_stored(&plan, &stored, batch.data.as_mut_slice().chunks_mut(row))
-    }
-
-    /// Gather Ragged records into a new packed batch.
-    ///
-    /// # Errors
-    /// As [`RemoteStore::gather_into`], `InvalidArgument` for a Dense store.
-    pub async fn gather_ragged(&self, indices: &[u64]) -> Result<RaggedBatch> {
-        let mut batch = RaggedBatch::default();
-        self.gather_ragged_into(indices, &mut batch).await?;
-        Ok(batch)
+        plan.fill_dense_from(&stored, batch)
     }
 
     /// Gather Ragged records into `batch`, reusing its buffers.
     ///
     /// # Errors
-    /// As [`RemoteStore::gather_ragged`].
+    /// As [`RemoteStore::gather_into`], `InvalidArgument` for a Dense store.
     pub async fn gather_ragged_into(&self, indices: &[u64], batch: &mut RaggedBatch) -> Result<()> {
         let plan = GatherPlan::ragged(&self.core, indices)?;
         let sums = self.expected(indices).await?;
@@ -746,31 +718,20 @@ impl<T: RangeRead> RemoteStore<T> {
         let locs = self.checked_locs(&plan).await?;
         // The batch is sized by location fields: read first.
         let stored = self.read_checked(&plan, &locs).await?;
-        let mut slots = Vec::with_capacity(locs.len());
-        let total = plan.ragged_slots(&locs, &mut slots)?;
-        batch.data.reuse(total);
-        Self::decode_stored(&plan, &stored, slot_parts(batch.data.as_mut_slice(), &slots))?;
-        plan.finish_ragged(&slots, batch)
+        plan.fill_ragged_from(&locs, &stored, batch)
     }
 
-    /// Gather into a new batch of the store's kind.
+    /// Gather into either kind of batch (the one async entry the
+    /// allocating conveniences of [`Records`](crate::Records) mirror);
+    /// `batch` becomes the store's kind, keeping its buffers when it already is.
     ///
     /// # Errors
     /// As the gathers.
-    pub async fn gather_any(&self, indices: &[u64]) -> Result<Batch> {
-        Ok(match Batch::for_store(self.info()) {
-            Batch::Dense(_) => Batch::Dense(self.gather(indices).await?),
-            Batch::Ragged(_) => Batch::Ragged(self.gather_ragged(indices).await?),
-        })
-    }
-
-    /// One record: its shape and payload bytes (no shape prefix).
-    ///
-    /// # Errors
-    /// As the gathers.
-    pub async fn get(&self, index: u64) -> Result<(Vec<u64>, AlignedBytes)> {
-        let batch = self.gather_any(&[index]).await?;
-        let (shape, bytes) = batch.record(0);
-        Ok((shape.to_vec(), AlignedBytes::copy_of(bytes)))
+    pub async fn gather_batch_into(&self, indices: &[u64], batch: &mut Batch) -> Result<()> {
+        batch.fit(self.info());
+        match batch {
+            Batch::Dense(b) => self.gather_dense_batch(indices, b).await,
+            Batch::Ragged(b) => self.gather_ragged_into(indices, b).await,
+        }
     }
 }

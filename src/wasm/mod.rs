@@ -21,6 +21,7 @@ mod js;
 use crate::format::{ByteOrder, DType, Geometry, Kind, StoreFile, Verify};
 use crate::location::Location;
 use crate::remote::{cancellable, HttpRanges, RangeRead, RemoteOptions, RemoteStore, Retry};
+use crate::Batch;
 use crate::Error;
 use blob::BlobFiles;
 use fetch::FetchClient;
@@ -540,10 +541,12 @@ impl JsStore {
         };
         let store = self.inner.clone();
         run(&options, async move {
-            let (shape, bytes) = store.get(index).await?;
+            let mut batch = Batch::for_store(store.info());
+            store.gather_batch_into(&[index], &mut batch).await?;
+            let (shape, bytes) = batch.record(0);
             let o = Object::new();
-            set(&o, "data", typed_array(store.info().dtype(), bytes.as_slice()));
-            set(&o, "shape", shape_array(&shape));
+            set(&o, "data", typed_array(store.info().dtype(), bytes));
+            set(&o, "shape", shape_array(shape));
             set(&o, "dtype", store.info().dtype().as_str());
             Ok(o.into())
         })
@@ -583,14 +586,14 @@ async fn gather_js(store: &Shared, indices: &[u64]) -> Result<JsValue, Error> {
     let dtype = store.info().dtype();
     let o = Object::new();
     set(&o, "dtype", dtype.as_str());
-    match store.info().geometry() {
-        Geometry::Dense { .. } => {
-            let batch = store.gather(indices).await?;
+    let mut batch = Batch::for_store(store.info());
+    store.gather_batch_into(indices, &mut batch).await?;
+    match &batch {
+        Batch::Dense(batch) => {
             set(&o, "data", typed_array(dtype, batch.bytes()));
             set(&o, "shape", shape_array(batch.shape()));
         }
-        Geometry::Ragged => {
-            let batch = store.gather_ragged(indices).await?;
+        Batch::Ragged(batch) => {
             // Packed without the alignment padding the Rust batch keeps.
             let element = View::of(dtype).size();
             let packed = batch.packed(element);

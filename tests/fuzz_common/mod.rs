@@ -7,7 +7,7 @@
 #![allow(dead_code)]
 
 use std::time::Duration;
-use zrecord::format::decode::{zstd_declared_size, ZSTD_MAX_HEADER};
+use zrecord::format::{zstd_declared_size, ZSTD_MAX_HEADER};
 use zrecord::remote::{
     block_on, HttpError, HttpGet, HttpRequest, HttpResponse, LocalBoxFuture, RangeRead, RemoteOptions,
     RemoteStore,
@@ -90,15 +90,9 @@ fn read(store: &Store, indices: &[u64]) -> zrecord::Result<Vec<Record>> {
 
 fn read_remote<C: RangeRead>(store: &RemoteStore<C>, indices: &[u64]) -> zrecord::Result<Vec<Record>> {
     block_on(async {
-        match store.info().item_shape() {
-            Some(shape) => Ok(dense_records(shape, store.gather(indices).await?.bytes(), indices.len())),
-            None => Ok(store
-                .gather_ragged(indices)
-                .await?
-                .iter()
-                .map(|(s, b)| (s.to_vec(), b.to_vec()))
-                .collect()),
-        }
+        let mut batch = zrecord::Batch::for_store(store.info());
+        store.gather_batch_into(indices, &mut batch).await?;
+        Ok((0..batch.len()).map(|k| batch.record(k)).map(|(s, b)| (s.to_vec(), b.to_vec())).collect())
     })
 }
 
