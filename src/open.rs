@@ -191,7 +191,7 @@ mod tests {
         for target in [dir.to_string(), format!("file://{dir}")] {
             let store = open(&target).unwrap_or_else(|e| panic!("{target}: {e}"));
             assert!(store.as_local().is_some(), "{target}");
-            assert_eq!(store.len(), 40);
+            assert_eq!(store.len(), 33);
         }
     }
 
