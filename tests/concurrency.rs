@@ -231,6 +231,9 @@ fn writer_while_reader_is_busy() {
     let unlocked = Store::open_with(&path, OpenOptions { lock: false, ..Default::default() }).unwrap();
     assert_exists(create(&path), "create beside an unlocked reader");
     assert_eq!(unlocked.len(), 3);
+    // Nothing keeps a writer out of it, so it maps nothing (see source/mmap.rs).
+    assert_eq!(unlocked.backend(), zrecord::Backend::Pread);
+    assert_eq!(Store::open(&path).unwrap().backend(), zrecord::Backend::Mmap);
 }
 
 #[test]

@@ -48,7 +48,10 @@ impl std::str::FromStr for Backend {
 pub struct OpenOptions {
     /// How to read the files.
     pub backend: Backend,
-    /// Take loaderx's shared `flock` on `meta.zr` (default true).
+    /// Take loaderx's shared `flock` on `meta.zr` (default true). Without
+    /// it no writer is kept out, so the files are read with `pread`
+    /// whatever `backend` says: a map is only sound over bytes no other
+    /// process may change while it lives (see `source/mmap.rs`).
     pub lock: bool,
     /// Check every gathered record against the `sums.zr` sidecar (default
     /// off). Opening checks the sidecar itself, the location table and the
@@ -101,6 +104,8 @@ pub struct Store {
     table: Option<Vec<u8>>,
     /// The sidecar's record checksums, for checked gathers.
     sums: Option<Vec<u8>>,
+    /// How the files are read (for [`Store::from_sources`]: as the sources do).
+    backend: Backend,
     _lock: Option<File>,
 }
 
@@ -186,9 +191,10 @@ impl Store {
         let Some(data_file) = open_file(&dir, DATA)? else {
             return Err(Error::BadFormat { store: name, check: "data.zr is missing".into() });
         };
+        let backend = if options.lock { options.backend } else { Backend::Pread };
         let source = |file: &File, which: &str| -> Result<Box<dyn ByteSource>> {
             let path = dir.join(which);
-            Ok(match options.backend {
+            Ok(match backend {
                 Backend::Mmap => Box::new(MmapSource::new(file).map_err(|e| Error::io(&path, "mmap", e))?),
                 Backend::Pread => Box::new(
                     PreadSource::new(file.try_clone().map_err(|e| Error::io(&path, "open", e))?)
@@ -222,6 +228,7 @@ impl Store {
             }
         }
         store.dir = dir;
+        store.backend = backend;
         store._lock = options.lock.then_some(meta_file);
         Ok(store)
     }
@@ -250,7 +257,8 @@ impl Store {
         } else {
             None
         };
-        Ok(Store { dir: PathBuf::from(&name), core, meta, data, table, sums: None, _lock: None })
+        let backend = if meta.slice(0, 0).is_some() { Backend::Mmap } else { Backend::Pread };
+        Ok(Store { dir: PathBuf::from(&name), core, meta, data, table, sums: None, backend, _lock: None })
     }
 
     /// Check every later gather against a checksum sidecar (`sums.zr`'s
@@ -310,6 +318,12 @@ impl Store {
     /// The checksums gathers compare stored bytes with, when checked.
     fn expected(&self) -> Option<Expected<'_>> {
         self.sums.as_deref().map(Expected::ByIndex)
+    }
+
+    /// How the store's files are read: `Pread` when it was opened without
+    /// the lock, or from sources that hold no bytes in memory.
+    pub fn backend(&self) -> Backend {
+        self.backend
     }
 
     /// The store directory.

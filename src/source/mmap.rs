@@ -20,10 +20,14 @@ impl MmapSource {
         if file.metadata()?.len() == 0 {
             return Ok(MmapSource { map: None });
         }
-        // SAFETY: stores are append-only and published files are never
-        // rewritten in place; the reader holds loaderx's shared flock on
-        // meta.zr, which writers take exclusively, so no cooperating process
-        // truncates or modifies the mapped bytes while the map lives.
+        // SAFETY: a map is sound while no process changes the file under
+        // it. zrecord maps a store's files only while holding loaderx's
+        // shared flock on its meta.zr (`Store::open_with`, which reads with
+        // pread when opened without the lock; `zrecord verify`, while its
+        // `Store` holds it). Writers (ours and loaderx's) take that lock
+        // exclusively for a whole build and never rewrite a published
+        // store's bytes, so no cooperating process truncates or modifies
+        // the mapped bytes while the map lives.
         #[allow(unsafe_code)]
         let map = unsafe { memmap2::Mmap::map(file)? };
         Ok(MmapSource { map: Some(map) })
