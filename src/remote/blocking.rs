@@ -4,7 +4,8 @@
 //! tokio runtime. [`crate::open`] makes one from a URL.
 
 use super::exec::block_on;
-use super::store::{RemoteOptions, RemoteSizes, RemoteStats, RemoteStore};
+use super::options::{RemoteOptions, RemoteSizes, RemoteStats};
+use super::store::RemoteStore;
 use super::transport::RangeRead;
 use crate::format::batch::{DenseBatch, RaggedBatch};
 use crate::format::{FileSizes, RecordLoc, StoreCore};

@@ -12,6 +12,100 @@
 //!   few, merging that many of the smallest gaps saves a whole latency;
 //!   worth it while those gaps together cost less than one.
 
+use super::files::lock;
+use super::options::RemoteOptions;
+use crate::format::{Merge, RecordLoc};
+use std::sync::Mutex;
+
+/// Gap merged before anything is measured, or without a clock.
+pub(crate) const UNMEASURED_GAP: u64 = 64 << 10;
+
+/// What requests cost, as measured.
+#[derive(Clone, Copy, Debug, Default)]
+struct Costs {
+    /// Seconds, a moving average of each batch's quickest read.
+    latency: Option<f64>,
+    /// Bytes per second, the most one batch of reads received.
+    bandwidth: Option<f64>,
+}
+
+/// What one store's requests cost, as configured or as measured while it
+/// runs, and the merging that follows from it.
+#[derive(Debug, Default)]
+pub(crate) struct CostModel {
+    /// Configured latency (seconds) and bandwidth (bytes/s): measured when `None`.
+    latency: Option<f64>,
+    bandwidth: Option<f64>,
+    concurrency: usize,
+    max_gap: u64,
+    max_request: u64,
+    measured: Mutex<Costs>,
+}
+
+impl CostModel {
+    pub(crate) fn new(options: &RemoteOptions) -> Self {
+        CostModel {
+            latency: options.latency.map(|l| l.as_secs_f64()),
+            bandwidth: options.bandwidth.map(|b| b as f64),
+            concurrency: options.concurrency,
+            max_gap: options.max_gap,
+            max_request: options.max_request,
+            measured: Mutex::default(),
+        }
+    }
+
+    pub(crate) fn latency(&self) -> Option<f64> {
+        self.latency.or(lock(&self.measured).latency)
+    }
+
+    pub(crate) fn bandwidth(&self) -> Option<f64> {
+        self.bandwidth.or(lock(&self.measured).bandwidth)
+    }
+
+    /// The gap worth reading to save a request: `latency × bandwidth /
+    /// concurrency`, at most `max_gap`.
+    pub(crate) fn merge_gap(&self) -> u64 {
+        let by_cost = match (self.latency(), self.bandwidth()) {
+            (Some(l), Some(b)) => per_gap(l, b, self.concurrency),
+            _ => UNMEASURED_GAP,
+        };
+        by_cost.min(self.max_gap)
+    }
+
+    /// How to merge the reads of records at `locs`: gaps up to
+    /// [`Self::merge_gap`], more when that fills whole waves of requests
+    /// cheaply (see [`batch_gap`]).
+    pub(crate) fn data_merge(&self, locs: &[RecordLoc]) -> Merge {
+        let base = self.merge_gap();
+        let gap = match (self.latency(), self.bandwidth()) {
+            (Some(l), Some(b)) => {
+                let ranges: Vec<(u64, u64)> = locs.iter().map(|l| (l.offset, l.end())).collect();
+                batch_gap(&ranges, base, self.max_gap, self.concurrency, l, b)
+            }
+            _ => base,
+        };
+        self.merge(gap)
+    }
+
+    /// Learn from one batch of reads: `quickest` read's seconds, `bytes`
+    /// received in `wall` seconds.
+    pub(crate) fn measured(&self, quickest: f64, bytes: u64, wall: f64) {
+        let mut c = lock(&self.measured);
+        c.latency = Some(match c.latency {
+            Some(l) => 0.8 * l + 0.2 * quickest,
+            None => quickest,
+        });
+        if wall > 0.0 && bytes > 0 {
+            let b = bytes as f64 / wall;
+            c.bandwidth = Some(c.bandwidth.map_or(b, |was| was.max(b)));
+        }
+    }
+
+    pub(crate) fn merge(&self, max_gap: u64) -> Merge {
+        Merge { max_gap, max_len: self.max_request }
+    }
+}
+
 /// The gap below which merging pays for itself request by request.
 pub(crate) fn per_gap(latency: f64, bandwidth: f64, concurrency: usize) -> u64 {
     (latency * bandwidth / concurrency.max(1) as f64) as u64

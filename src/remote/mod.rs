@@ -27,14 +27,16 @@ mod cost;
 mod exec;
 mod files;
 mod http;
+mod options;
 mod pages;
 mod store;
 mod transport;
 
 pub use exec::{block_on, cancellable};
 pub use http::{network_hint as cors_hint, HttpError, HttpGet, HttpRanges, HttpRequest, HttpResponse, Retry};
+pub use options::{RemoteOptions, RemoteSizes, RemoteStats};
 pub use pages::LOC_PAGE;
-pub use store::{RemoteOptions, RemoteSizes, RemoteStats, RemoteStore};
+pub use store::RemoteStore;
 pub use transport::{LocalBoxFuture, RangeRead, Ranged, ReadRequest};
 
 cfg_if::cfg_if! {

@@ -1,10 +1,49 @@
-//! A small LRU of location-table pages (64 KiB slices of `meta.zr`).
+//! The fixed-size tables a remote store reads in 64 KiB pages (locations in
+//! `meta.zr`, record checksums in `sums.zr`), and a small LRU of those pages.
 
+use crate::format::{sums, StoreFile, LOC_SIZE, PAGE_SIZE};
 use std::collections::HashMap;
+use std::ops::Range;
 use std::sync::Arc;
 
 /// Bytes of `meta.zr` per cached page; also the size of the open read.
 pub const LOC_PAGE: u64 = 64 << 10;
+
+/// A table of fixed-size entries in one of a store's files, read in cached
+/// 64 KiB pages: the location table in `meta.zr`, the record checksums in
+/// `sums.zr`. Entries never straddle pages (both tables' starts and entry
+/// sizes divide 64 KiB's alignment).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Table {
+    pub(crate) file: StoreFile,
+    /// Where entry 0 starts.
+    start: u64,
+    /// Bytes per entry.
+    pub(crate) entry: u64,
+    /// Entries in the table.
+    len: u64,
+}
+
+impl Table {
+    pub(crate) fn locations(len: u64) -> Table {
+        Table { file: StoreFile::Meta, start: PAGE_SIZE, entry: LOC_SIZE, len }
+    }
+    pub(crate) fn checksums(len: u64) -> Table {
+        Table { file: StoreFile::Sums, start: sums::HEADER_LEN, entry: sums::SUM_LEN, len }
+    }
+    /// The file bytes page `p` holds (only the table's).
+    pub(crate) fn page(&self, p: u64) -> Range<u64> {
+        // Fits: open checked the file holds the whole table (in u128).
+        let end = self.start + self.entry * self.len;
+        let start = p.saturating_mul(LOC_PAGE);
+        start.min(end)..start.saturating_add(LOC_PAGE).min(end)
+    }
+    /// The page and offset in it of entry `i`.
+    pub(crate) fn place(&self, i: u64) -> (u64, usize) {
+        let pos = self.start + self.entry * i;
+        (pos / LOC_PAGE, (pos % LOC_PAGE) as usize)
+    }
+}
 
 /// Pages by index (page `p` holds `meta.zr` bytes `p * LOC_PAGE ..`), least
 /// recently used evicted first.

@@ -13,11 +13,12 @@
 //! comes with the first data answer, and the open-time rule
 //! `size(data.zr) >= tail_offset` is applied then, before any record decodes.
 
-use super::cost;
+use super::cost::CostModel;
 use super::exec::for_each_bounded;
 use super::files::{add, get, lock, StoreFiles};
 use super::http::{HttpGet, HttpRanges, Retry};
-use super::pages::{PageCache, LOC_PAGE};
+use super::options::{RemoteOptions, RemoteSizes, RemoteStats};
+use super::pages::{PageCache, Table, LOC_PAGE};
 use super::transport::{LocalBoxFuture, RangeRead};
 use crate::format::batch::{Batch, DenseBatch, RaggedBatch};
 use crate::format::plan::Expected;
@@ -25,8 +26,8 @@ use crate::format::store_core::check_dict_size;
 use crate::format::store_core::MAX_DICT_BYTES;
 use crate::format::sums::{self, SumsHeader};
 use crate::format::{
-    Codec, FileSizes, GatherPlan, Header, Merge, Reads, RecordLoc, StoreCore, StoreFile, StoreInfo, Verify,
-    LOC_SIZE, PAGE_SIZE,
+    Codec, FileSizes, GatherPlan, Header, Reads, RecordLoc, StoreCore, StoreFile, StoreInfo, Verify,
+    PAGE_SIZE,
 };
 use crate::{Error, Result};
 use std::collections::HashMap;
@@ -34,135 +35,14 @@ use std::ops::Range;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-/// Tuning for a remote store. The defaults suit object stores and CDNs
-/// from a native process; [`RemoteOptions::browser`] suits a browser.
-#[derive(Clone, Debug)]
-pub struct RemoteOptions {
-    /// Most unwanted bytes read between two records to save a request
-    /// (default 1 MiB, object_store's). Within it, two ranges merge when
-    /// the gap costs less than a request (see [`RemoteOptions::latency`]).
-    pub max_gap: u64,
-    /// What one request costs in time. Merging a gap saves one request —
-    /// one of `concurrency` slots held for a latency — and costs
-    /// `gap / bandwidth`, so ranges merge across gaps up to
-    /// `latency × bandwidth / concurrency` (and `max_gap`). `None`
-    /// (default): measured while running.
-    pub latency: Option<Duration>,
-    /// Bytes per second all requests together deliver; `None` (default):
-    /// measured while running (the most any batch has received per second).
-    pub bandwidth: Option<u64>,
-    /// Largest merged request in bytes (default 8 MiB); a single larger
-    /// record is still fetched alone.
-    pub max_request: u64,
-    /// Requests in flight at once (default 64; a browser keeps 6).
-    pub concurrency: usize,
-    /// Location pages (64 KiB, 4,096 records each) kept in the LRU (default 64).
-    pub cache_pages: usize,
-    /// Retries of a transient failure (5xx, 408, 429, network) by transports
-    /// that retry, such as HTTP (default 3). Buckets retry as object_store
-    /// does (see `objstore::BucketRetry`: 10 retries within 3 minutes).
-    pub retries: u32,
-    /// Wait before the first retry; doubled each time, jittered, at most 10 s (default 200 ms).
-    pub backoff: Duration,
-    /// Check every gathered record against the store's `sums.zr` sidecar
-    /// (default off). Costs one read at open and the sidecar's pages
-    /// (64 KiB, 8,192 records each, cached like location pages).
-    pub verify: Verify,
-    /// Send `If-Match` with the ETag seen first, so a changed file fails with
-    /// 412 on the server (default off: it makes browsers send a CORS preflight).
-    pub if_match: bool,
-}
-
-/// Gap merged before anything is measured, or without a clock.
-const UNMEASURED_GAP: u64 = 64 << 10;
-
-impl RemoteOptions {
-    /// Requests in flight by default natively (Lance keeps 64 for cloud stores).
-    pub const NATIVE_CONCURRENCY: usize = 64;
-
-    /// A browser's defaults: 6 requests in flight (its per-host connection
-    /// limit) and 64 KiB gaps (no clock to measure costs with).
-    pub fn browser() -> Self {
-        RemoteOptions { concurrency: 6, max_gap: UNMEASURED_GAP, ..RemoteOptions::default() }
-    }
-}
-
-impl Default for RemoteOptions {
-    fn default() -> Self {
-        RemoteOptions {
-            max_gap: 1 << 20,
-            latency: None,
-            bandwidth: None,
-            max_request: 8 << 20,
-            concurrency: Self::NATIVE_CONCURRENCY,
-            cache_pages: 64,
-            retries: 3,
-            backoff: Duration::from_millis(200),
-            if_match: false,
-            verify: Verify::Off,
-        }
-    }
-}
-
 /// A read's bytes and how long it took (when the transport has a clock).
 type Timed = (Vec<u8>, Option<Duration>);
-
-/// What requests cost, as measured.
-#[derive(Clone, Copy, Debug, Default)]
-struct Costs {
-    /// Seconds, a moving average of each batch's quickest read.
-    latency: Option<f64>,
-    /// Bytes per second, the most one batch of reads received.
-    bandwidth: Option<f64>,
-}
-
-/// Requests and bytes a store has spent so far.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct RemoteStats {
-    /// Every request sent, retries included.
-    pub requests: u64,
-    /// Body bytes received.
-    pub bytes: u64,
-    /// Requests that were retries of a transient failure.
-    pub retries: u64,
-    /// Requests to `meta.zr` (the open read and location pages).
-    pub meta_requests: u64,
-    /// Requests to `data.zr`.
-    pub data_requests: u64,
-    /// Requests to `dict.zr`.
-    pub dict_requests: u64,
-    /// Requests to `sums.zr` (checked reads).
-    pub sums_requests: u64,
-    /// Location pages found in the cache.
-    pub page_hits: u64,
-    /// Location pages that had to be fetched.
-    pub page_misses: u64,
-    /// Location pages held in the cache now.
-    pub cached_pages: u64,
-    /// Gap (bytes) the next gather merges across.
-    pub merge_gap: u64,
-    /// Latency per request as measured or configured, in microseconds (0: unknown).
-    pub latency_us: u64,
-    /// Bandwidth as measured or configured, bytes per second (0: unknown).
-    pub bandwidth: u64,
-}
-
-/// File sizes as far as they are known (`data` arrives with the first data answer).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct RemoteSizes {
-    /// `meta.zr`, from the open read.
-    pub meta: u64,
-    /// `data.zr`, once a data request has answered.
-    pub data: Option<u64>,
-    /// `dict.zr` for `zstd_dict` stores.
-    pub dict: Option<u64>,
-}
 
 /// A store read over range reads: HTTP Range requests ([`HttpRanges`]), a
 /// browser's local files, or any [`RangeRead`].
 ///
 /// Every method is `async`; cancel one by dropping its future (see
-/// [`super::cancellable`]). Natively, `RemoteStore::open_blocking` gives the
+/// [`super::cancellable`]). Natively, [`crate::open`] gives the
 /// same reader behind the blocking [`Records`](crate::Records) trait.
 pub struct RemoteStore<T> {
     files: StoreFiles<T>,
@@ -173,43 +53,7 @@ pub struct RemoteStore<T> {
     pages: Mutex<PageCache>,
     /// The sidecar's header and record-checksum pages, for checked gathers.
     sums: Option<(SumsHeader, Mutex<PageCache>)>,
-    costs: Mutex<Costs>,
-}
-
-/// A table of fixed-size entries in one of a store's files, read in cached
-/// 64 KiB pages: the location table in `meta.zr`, the record checksums in
-/// `sums.zr`. Entries never straddle pages (both tables' starts and entry
-/// sizes divide 64 KiB's alignment).
-#[derive(Clone, Copy, Debug)]
-struct Table {
-    file: StoreFile,
-    /// Where entry 0 starts.
-    start: u64,
-    /// Bytes per entry.
-    entry: u64,
-    /// Entries in the table.
-    len: u64,
-}
-
-impl Table {
-    fn locations(len: u64) -> Table {
-        Table { file: StoreFile::Meta, start: PAGE_SIZE, entry: LOC_SIZE, len }
-    }
-    fn checksums(len: u64) -> Table {
-        Table { file: StoreFile::Sums, start: sums::HEADER_LEN, entry: sums::SUM_LEN, len }
-    }
-    /// The file bytes page `p` holds (only the table's).
-    fn page(&self, p: u64) -> Range<u64> {
-        // Fits: open checked the file holds the whole table (in u128).
-        let end = self.start + self.entry * self.len;
-        let start = p.saturating_mul(LOC_PAGE);
-        start.min(end)..start.saturating_add(LOC_PAGE).min(end)
-    }
-    /// The page and offset in it of entry `i`.
-    fn place(&self, i: u64) -> (u64, usize) {
-        let pos = self.start + self.entry * i;
-        (pos / LOC_PAGE, (pos % LOC_PAGE) as usize)
-    }
+    costs: CostModel,
 }
 
 impl<T: RangeRead> std::fmt::Debug for RemoteStore<T> {
@@ -291,7 +135,7 @@ impl<T: RangeRead> RemoteStore<T> {
         };
         let store = RemoteStore {
             pages: Mutex::new(PageCache::new(options.cache_pages)),
-            costs: Mutex::default(),
+            costs: CostModel::new(&options),
             files,
             options,
             core,
@@ -382,61 +226,10 @@ impl<T: RangeRead> RemoteStore<T> {
             page_hits: get(&c.page_hits),
             page_misses: get(&c.page_misses),
             cached_pages: lock(&self.pages).len() as u64,
-            merge_gap: self.merge_gap(),
-            latency_us: self.latency().map_or(0, |l| (l * 1e6) as u64),
-            bandwidth: self.bandwidth().map_or(0, |b| b as u64),
+            merge_gap: self.costs.merge_gap(),
+            latency_us: self.costs.latency().map_or(0, |l| (l * 1e6) as u64),
+            bandwidth: self.costs.bandwidth().map_or(0, |b| b as u64),
         }
-    }
-
-    fn latency(&self) -> Option<f64> {
-        self.options.latency.map(|l| l.as_secs_f64()).or(lock(&self.costs).latency)
-    }
-
-    fn bandwidth(&self) -> Option<f64> {
-        self.options.bandwidth.map(|b| b as f64).or(lock(&self.costs).bandwidth)
-    }
-
-    /// The gap worth reading to save a request: `latency × bandwidth /
-    /// concurrency`, at most `max_gap`.
-    fn merge_gap(&self) -> u64 {
-        let by_cost = match (self.latency(), self.bandwidth()) {
-            (Some(l), Some(b)) => cost::per_gap(l, b, self.options.concurrency),
-            _ => UNMEASURED_GAP,
-        };
-        by_cost.min(self.options.max_gap)
-    }
-
-    /// How to merge the reads of records at `locs`: gaps up to
-    /// [`Self::merge_gap`], more when that fills whole waves of requests
-    /// cheaply (see `cost.rs`).
-    fn data_merge(&self, locs: &[RecordLoc]) -> Merge {
-        let base = self.merge_gap();
-        let gap = match (self.latency(), self.bandwidth()) {
-            (Some(l), Some(b)) => {
-                let ranges: Vec<(u64, u64)> = locs.iter().map(|l| (l.offset, l.end())).collect();
-                cost::batch_gap(&ranges, base, self.options.max_gap, self.options.concurrency, l, b)
-            }
-            _ => base,
-        };
-        self.merge(gap)
-    }
-
-    /// Learn from one batch of reads: `quickest` read's seconds, `bytes`
-    /// received in `wall` seconds.
-    fn measured(&self, quickest: f64, bytes: u64, wall: f64) {
-        let mut c = lock(&self.costs);
-        c.latency = Some(match c.latency {
-            Some(l) => 0.8 * l + 0.2 * quickest,
-            None => quickest,
-        });
-        if wall > 0.0 && bytes > 0 {
-            let b = bytes as f64 / wall;
-            c.bandwidth = Some(c.bandwidth.map_or(b, |was| was.max(b)));
-        }
-    }
-
-    fn merge(&self, max_gap: u64) -> Merge {
-        Merge { max_gap, max_len: self.options.max_request }
     }
 
     /// Read every range of `reads` from `file` with bounded concurrency,
@@ -475,7 +268,7 @@ impl<T: RangeRead> RemoteStore<T> {
         })
         .await?;
         if let (Some(q), Some(t0), Some(t1)) = (quickest, t0, clock()) {
-            self.measured(q.as_secs_f64(), received, t1.saturating_sub(t0).as_secs_f64());
+            self.costs.measured(q.as_secs_f64(), received, t1.saturating_sub(t0).as_secs_f64());
         }
         Ok(())
     }
@@ -526,7 +319,7 @@ impl<T: RangeRead> RemoteStore<T> {
         if !missing.is_empty() {
             add(&self.files.counters.page_misses, missing.len() as u64);
             missing.sort_unstable();
-            let reads = Reads::new(missing.iter().map(|&p| table.page(p)).collect(), self.merge(0));
+            let reads = Reads::new(missing.iter().map(|&p| table.page(p)).collect(), self.costs.merge(0));
             let mut fetched: Vec<(u64, Arc<[u8]>)> = Vec::with_capacity(missing.len());
             self.read_all(table.file, &reads, |m, bytes| {
                 fetched.push((missing[m], Arc::from(bytes)));
@@ -567,7 +360,7 @@ impl<T: RangeRead> RemoteStore<T> {
         locs: &[RecordLoc],
         parts: &mut [&mut [u8]],
     ) -> Result<()> {
-        let reads = plan.reads(locs, self.data_merge(locs));
+        let reads = plan.reads(locs, self.costs.data_merge(locs));
         self.read_all(StoreFile::Data, &reads, |k, src| plan.decode(k, src, parts[k])).await
     }
 
@@ -576,7 +369,7 @@ impl<T: RangeRead> RemoteStore<T> {
     /// answer, so every length must be backed by bytes that arrived, and each
     /// big frame must declare its claim. Buffers are allocated as bytes arrive.
     async fn read_checked(&self, plan: &GatherPlan<'_>, locs: &[RecordLoc]) -> Result<Vec<Vec<u8>>> {
-        let reads = plan.reads(locs, self.data_merge(locs));
+        let reads = plan.reads(locs, self.costs.data_merge(locs));
         let mut stored = vec![Vec::new(); locs.len()];
         self.read_all(StoreFile::Data, &reads, |k, src| {
             plan.check_frame_head(k, &locs[k], src)?;
@@ -644,7 +437,7 @@ impl<T: RangeRead> RemoteStore<T> {
                 ),
             });
         }
-        let reads = Reads::new(ranges.to_vec(), self.merge(self.merge_gap()));
+        let reads = Reads::new(ranges.to_vec(), self.costs.merge(self.costs.merge_gap()));
         let mut parts = vec![Vec::new(); ranges.len()];
         self.read_all(StoreFile::Data, &reads, |m, src| {
             parts[m] = src.to_vec();
