@@ -172,7 +172,7 @@ impl Writer {
     /// missing dictionary), `RecordTooLarge`, `Io`.
     ///
     /// ```
-    /// use zrecord::{writer::{CreateOptions, Writer}, Codec, Records, Store};
+    /// use zrecord::{Codec, CreateOptions, Records, Store, Writer};
     /// let dir = tempfile::tempdir()?;
     /// let path = dir.path().join("labels");
     /// let mut w = Writer::create_dense(&path, "<i8", &[], CreateOptions::codec(Codec::Zstd))?;

@@ -334,7 +334,8 @@ fn panicked(payload: &(dyn std::any::Any + Send)) -> Error {
 ///
 /// ```
 /// use std::sync::Arc;
-/// use zrecord::{loader::Loader, sampler::Mode, Codec, CreateOptions, Store, Writer};
+/// use zrecord::training::{loader::Loader, sampler::Mode};
+/// use zrecord::{Codec, CreateOptions, Store, Writer};
 ///
 /// let dir = tempfile::tempdir()?;
 /// // Eight 2x2 u8 "images" whose pixels are their record index, and their labels.
