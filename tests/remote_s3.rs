@@ -110,12 +110,15 @@ fn objects_with_the_old_sha_key_are_not_uploaded_again() {
     assert!(out.contains("(0 uploaded"), "{out}");
 }
 
-/// One process of the sharding test (does nothing unless the parent set
-/// `ZRECORD_SHARD_WORKER`): reads shard RANK/WORLD of one epoch through the
-/// loader and prints `index sha256` per record.
+/// One process of [`four_processes_read_disjoint_shards_covering_the_epoch`],
+/// which runs it (`--ignored --exact shard_worker`) with
+/// `ZRECORD_SHARD_WORKER` set: reads shard RANK/WORLD of one epoch through
+/// the loader and prints `index sha256` per record.
 #[test]
+#[ignore = "a child process of four_processes_read_disjoint_shards_covering_the_epoch, which runs it"]
 fn shard_worker() {
-    let Ok(spec) = std::env::var("ZRECORD_SHARD_WORKER") else { return };
+    let spec = std::env::var("ZRECORD_SHARD_WORKER")
+        .expect("ZRECORD_SHARD_WORKER: set by four_processes_read_disjoint_shards_covering_the_epoch");
     let v: serde_json::Value = serde_json::from_str(&spec).unwrap();
     let config: Vec<(String, String)> = serde_json::from_value(v["config"].clone()).unwrap();
     let t = ObjectRanges::with_config(v["url"].as_str().unwrap(), BucketRetry::default(), &config).unwrap();
@@ -155,7 +158,7 @@ fn four_processes_read_disjoint_shards_covering_the_epoch() {
                 "batch": batch, "steps": steps,
             });
             Command::new(std::env::current_exe().unwrap())
-                .args(["--exact", "shard_worker", "--nocapture", "--test-threads", "1"])
+                .args(["--ignored", "--exact", "shard_worker", "--nocapture", "--test-threads", "1"])
                 .env("ZRECORD_SHARD_WORKER", spec.to_string())
                 .stdout(std::process::Stdio::piped())
                 .stderr(std::process::Stdio::piped())

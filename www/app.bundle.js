@@ -3068,7 +3068,11 @@ async function loadServerStores() {
     })));
 }
 
-/** Group picked/dropped files into store directories (those holding meta.zr). */
+/**
+ * Group picked/dropped files into store directories (those holding meta.zr),
+ * each with its store files: sums.zr among them, so a sealed store's records
+ * are checked as when it is opened by URL.
+ */
 function groupStores(entries) {
   const dirs = new Map();
   for (const { file, path } of entries) {
@@ -3081,7 +3085,7 @@ function groupStores(entries) {
   for (const [dir, files] of dirs) {
     const names = new Set(files.map((f) => f.name));
     if (names.has('meta.zr')) {
-      stores.push({ name: dir || files[0].name, files: files.filter((f) => /^(meta|data|dict)\.zr$/.test(f.name)) });
+      stores.push({ name: dir || files[0].name, files: files.filter((f) => /^(meta|data|dict|sums)\.zr$/.test(f.name)) });
     }
   }
   return stores.sort((a, b) => a.name.localeCompare(b.name));

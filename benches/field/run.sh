@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The field benchmark's one entry command: sets up its venv (idempotent: each
 # step is skipped when what it installs is there), builds zrecord's Python
-# package into it, and runs benches/field/field.py with the arguments given.
+# package into it (with clang, scripts/install-python.sh), and runs
+# benches/field/field.py with the arguments given.
 #
 #   bash benches/field/run.sh                  # full run
 #   bash benches/field/run.sh --quick          # smoke run (scripts/test)
@@ -9,7 +10,7 @@
 #
 # Environment: ZRECORD_FIELD_VENV (venv to use, default
 # ~/.cache/zrecord/venv-field), ZRECORD_FIELD_NO_BUILD=1 (zrecord is already
-# installed in that venv: skip `pip install ./python`), ZRECORD_LOADERX_SDIST.
+# installed in that venv: skip building it), ZRECORD_LOADERX_SDIST.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -37,7 +38,8 @@ fi
 export ZRECORD_LOADERX_SDIST=$SDIST
 
 if [ "${ZRECORD_FIELD_NO_BUILD:-0}" != 1 ]; then
-  "$VENV/bin/pip" install -q ./python
+  # With CC=clang, as scripts/test builds it (scripts/install-python.sh says why).
+  bash scripts/install-python.sh "$VENV"
 fi
 
 # Nothing here calls BLAS (copies, fancy indexing, codecs), so the machine's

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { cpSync, readFileSync, openSync, writeSync, closeSync } from 'node:fs';
 import { join } from 'node:path';
-import { env, withPage, openByHash, waitRecord, noPageErrors, shot } from './helpers.mjs';
+import { env, withPage, openByHash, waitRecord, gotoRecord, noPageErrors, shot } from './helpers.mjs';
 
 let page;
 withPage((p) => (page = p));
@@ -62,4 +62,28 @@ test('a record changed after sealing is marked in red; the others show', async (
   assert.ok(tiles.length > 3, `${tiles.length} tiles`);
   for (const [i, corrupt, drawn] of tiles) assert.deepEqual([corrupt, drawn], [i === 2, i !== 2], `tile ${i}`);
   await shot(page, 'sealed-bad');
+});
+
+// The same, with the store opened from a local folder (Blobs read in the
+// page, no server): sums.zr is among the files picked, so it is checked too.
+
+test('a sealed store picked from disk says so and shows its records checked', async () => {
+  sealedCopy('dense-u8-img-zstd', 'sealed-local-ok');
+  await page.goto(env.viewer);
+  await page.setInputFiles('#dir-input', join(env.scratch, 'sealed-local-ok'));
+  await waitRecord(page, 0);
+  assert.match(await page.textContent('.store-name'), /local folder/);
+  assert.match(await page.textContent('#sealed'), /yes/);
+  noPageErrors(page);
+});
+
+test('a record changed after sealing, in a store picked from disk, is marked in red', async () => {
+  sealedCopy('dense-u8-img-zstd', 'sealed-local-bad', 2);
+  await page.goto(env.viewer);
+  await page.setInputFiles('#dir-input', join(env.scratch, 'sealed-local-bad'));
+  await waitRecord(page, 0);
+  await gotoRecord(page, 2);
+  await page.waitForSelector('#record-view[data-mode="error"] .inline-problem[data-kind="checksum"]');
+  assert.match(await page.textContent('#record-view .inline-problem'), /Record 2 changed after the store was sealed/);
+  noPageErrors(page);
 });
