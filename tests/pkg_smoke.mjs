@@ -75,6 +75,19 @@ await check("local Blobs", async () => {
   assert.deepEqual(data, (await expected("dense-u8-img-zstd_dict")).subarray(39 * 768, 40 * 768));
 });
 
+await check("local Blobs pass sums.zr to a checked open", async () => {
+  const blob = async (f) => (await fetch(`${base}/dense-u8-img-zstd_dict/${f}`)).blob();
+  const files = { meta: await blob("meta.zr"), data: await blob("data.zr"), dict: await blob("dict.zr") };
+  await assert.rejects(Store.openFiles(files, { verify: "always" }), (e) => e.code === "NotFound" && /not sealed/.test(e.message));
+  // A sidecar given as a Blob is read and checked: this one is not a sidecar at all.
+  const sums = new Blob([new Uint8Array(64)]);
+  await assert.rejects(Store.openFiles({ ...files, sums }, { verify: "always" }), (e) => {
+    assert.equal(e.code, "BadFormat");
+    assert.match(e.message, /sums\.zr: not a checksum sidecar/);
+    return true;
+  });
+});
+
 await check("errors are JS Errors", async () => {
   await assert.rejects(Store.open(`${base}/no-such-store/`), (e) => {
     assert.ok(e instanceof Error);

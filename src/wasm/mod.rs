@@ -160,7 +160,7 @@ export interface OpenOptions {
 /** Options of a single call. */
 export interface CallOptions { signal?: AbortSignal; }
 /** Local files: a FileList / File[] named meta.zr, data.zr (dict.zr), or Blobs by role. */
-export type LocalFiles = FileList | File[] | { meta: Blob; data: Blob; dict?: Blob };
+export type LocalFiles = FileList | File[] | { meta: Blob; data: Blob; dict?: Blob; sums?: Blob };
 export type Elements = Uint8Array | Int8Array | Int16Array | Uint16Array | Int32Array |
   Uint32Array | Float32Array | Float64Array | BigInt64Array | BigUint64Array;
 /** A gathered Dense batch: `data` holds `shape` in C order (raw bytes for dtypes JS has no array for). */
@@ -372,9 +372,9 @@ impl JsStore {
     }
 
     /// Open a store from local files: a `FileList` or an Array of `File`s
-    /// named `meta.zr`, `data.zr` (and `dict.zr`), e.g. from
+    /// named `meta.zr`, `data.zr` (and `dict.zr`, `sums.zr`), e.g. from
     /// `<input type=file webkitdirectory>`, or an object
-    /// `{meta, data, dict?}` of Blobs. Options as for `open` (minus fetch).
+    /// `{meta, data, dict?, sums?}` of Blobs. Options as for `open` (minus fetch).
     #[wasm_bindgen(js_name = openFiles)]
     pub async fn open_files(
         #[wasm_bindgen(unchecked_param_type = "LocalFiles")] files: JsValue,
@@ -400,9 +400,12 @@ impl JsStore {
                 }
             }
         } else {
-            for (key, name) in
-                [("meta", StoreFile::Meta), ("data", StoreFile::Data), ("dict", StoreFile::Dict)]
-            {
+            for (key, name) in [
+                ("meta", StoreFile::Meta),
+                ("data", StoreFile::Data),
+                ("dict", StoreFile::Dict),
+                ("sums", StoreFile::Sums),
+            ] {
                 if let Some(b) = get(&files, key) {
                     let blob: Blob =
                         b.dyn_into().map_err(|_| invalid(format!("files.{key} must be a Blob or File")))?;
