@@ -32,7 +32,7 @@ export interface OpenOptions {
 /** Options of a single call. */
 export interface CallOptions { signal?: AbortSignal; }
 /** Local files: a FileList / File[] named meta.zr, data.zr (dict.zr), or Blobs by role. */
-export type LocalFiles = FileList | File[] | { meta: Blob; data: Blob; dict?: Blob };
+export type LocalFiles = FileList | File[] | { meta: Blob; data: Blob; dict?: Blob; sums?: Blob };
 export type Elements = Uint8Array | Int8Array | Int16Array | Uint16Array | Int32Array |
 Uint32Array | Float32Array | Float64Array | BigInt64Array | BigUint64Array;
 /** A gathered Dense batch: `data` holds `shape` in C order (raw bytes for dtypes JS has no array for). */
@@ -93,9 +93,9 @@ export class Store {
     locs(start: number, count: number, options?: CallOptions): Promise<Locs>;
     /**
      * Open a store from local files: a `FileList` or an Array of `File`s
-     * named `meta.zr`, `data.zr` (and `dict.zr`), e.g. from
+     * named `meta.zr`, `data.zr` (and `dict.zr`, `sums.zr`), e.g. from
      * `<input type=file webkitdirectory>`, or an object
-     * `{meta, data, dict?}` of Blobs. Options as for `open` (minus fetch).
+     * `{meta, data, dict?, sums?}` of Blobs. Options as for `open` (minus fetch).
      */
     static openFiles(files: LocalFiles, options?: OpenOptions): Promise<Store>;
     /**
@@ -164,8 +164,8 @@ export interface InitOutput {
     readonly store_openFiles: (a: any, b: number) => any;
     readonly store_stats: (a: number) => any;
     readonly store_url: (a: number, b: number) => void;
-    readonly __wasm_bindgen_func_elem_594: (a: number, b: number, c: number, d: any) => void;
-    readonly __wasm_bindgen_func_elem_607: (a: number, b: number, c: any, d: any) => void;
+    readonly __wasm_bindgen_func_elem_595: (a: number, b: number, c: number, d: any) => void;
+    readonly __wasm_bindgen_func_elem_608: (a: number, b: number, c: any, d: any) => void;
     readonly __wbindgen_export: (a: number, b: number) => number;
     readonly __wbindgen_export2: (a: number, b: number, c: number, d: number) => number;
     readonly __wbindgen_export3: (a: number, b: number, c: number) => void;

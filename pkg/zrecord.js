@@ -166,9 +166,9 @@ export class Store {
     }
     /**
      * Open a store from local files: a `FileList` or an Array of `File`s
-     * named `meta.zr`, `data.zr` (and `dict.zr`), e.g. from
+     * named `meta.zr`, `data.zr` (and `dict.zr`, `sums.zr`), e.g. from
      * `<input type=file webkitdirectory>`, or an object
-     * `{meta, data, dict?}` of Blobs. Options as for `open` (minus fetch).
+     * `{meta, data, dict?, sums?}` of Blobs. Options as for `open` (minus fetch).
      * @param {LocalFiles} files
      * @param {OpenOptions} [options]
      * @returns {Promise<Store>}
@@ -578,7 +578,7 @@ function __wbg_get_imports() {
                     const a = state0.a;
                     state0.a = 0;
                     try {
-                        return __wasm_bindgen_func_elem_607(a, state0.b, arg0, arg1);
+                        return __wasm_bindgen_func_elem_608(a, state0.b, arg0, arg1);
                     } finally {
                         state0.a = a;
                     }
@@ -612,7 +612,7 @@ function __wbg_get_imports() {
                     const a = state0.a;
                     state0.a = 0;
                     try {
-                        return __wasm_bindgen_func_elem_607(a, state0.b, arg0, arg1);
+                        return __wasm_bindgen_func_elem_608(a, state0.b, arg0, arg1);
                     } finally {
                         state0.a = a;
                     }
@@ -622,10 +622,6 @@ function __wbg_get_imports() {
             } finally {
                 state0.a = 0;
             }
-        },
-        __wbg_new_with_length_00818aa0a226a550: function(arg0) {
-            const ret = new Uint32Array(arg0 >>> 0);
-            return ret;
         },
         __wbg_new_with_length_01b143a7e5dd5a3e: function(arg0) {
             const ret = new Uint8Array(arg0 >>> 0);
@@ -679,9 +675,6 @@ function __wbg_get_imports() {
         },
         __wbg_set_headers_6d75a7df4eb22716: function(arg0, arg1) {
             arg0.headers = arg1;
-        },
-        __wbg_set_index_b1e811714a6fd099: function(arg0, arg1, arg2) {
-            arg0[arg1 >>> 0] = arg2 >>> 0;
         },
         __wbg_set_method_639e69af35614d36: function(arg0, arg1, arg2) {
             arg0.method = getStringFromWasm0(arg1, arg2);
@@ -750,7 +743,7 @@ function __wbg_get_imports() {
         },
         __wbindgen_generic_0000000000000001: function(arg0, arg1) {
             // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [Externref], shim_idx: 124, ret: Result(Unit), inner_ret: Some(Result(Unit)) }, mutable: true }) -> Externref`.
-            const ret = makeMutClosure(arg0, arg1, __wasm_bindgen_func_elem_594);
+            const ret = makeMutClosure(arg0, arg1, __wasm_bindgen_func_elem_595);
             return ret;
         },
         __wbindgen_generic_0000000000000002: function(arg0) {
@@ -778,14 +771,14 @@ function __wbg_get_imports() {
     };
 }
 
-function __wasm_bindgen_func_elem_607(arg0, arg1, arg2, arg3) {
-    wasm.__wasm_bindgen_func_elem_607(arg0, arg1, arg2, arg3);
+function __wasm_bindgen_func_elem_608(arg0, arg1, arg2, arg3) {
+    wasm.__wasm_bindgen_func_elem_608(arg0, arg1, arg2, arg3);
 }
 
-function __wasm_bindgen_func_elem_594(arg0, arg1, arg2) {
+function __wasm_bindgen_func_elem_595(arg0, arg1, arg2) {
     try {
         const retptr = wasm.__wbindgen_add_to_stack_pointer(-16) >>> 0;
-        wasm.__wasm_bindgen_func_elem_594(retptr, arg0, arg1, arg2);
+        wasm.__wasm_bindgen_func_elem_595(retptr, arg0, arg1, arg2);
         var r0 = getDataViewMemory0().getInt32(retptr + 4 * 0, true);
         var r1 = getDataViewMemory0().getInt32(retptr + 4 * 1, true);
         if (r1) {
