@@ -14,7 +14,7 @@ use zrecord::format::{Geometry, RecordLoc, Verify, LOC_SIZE, PAGE_SIZE};
 use zrecord::local::seal::{seal, Sealed};
 use zrecord::local::writer::{CreateOptions, Writer};
 use zrecord::remote::RemoteOptions;
-use zrecord::{Codec, Error, OpenOptions, Records, Store};
+use zrecord::{Backend, Codec, Error, OpenOptions, Records, Store};
 
 fn checked(dir: &Path) -> zrecord::Result<Store> {
     Store::open_with(dir, OpenOptions { verify: Verify::Always, ..Default::default() })
@@ -241,8 +241,19 @@ fn checked_raw_gathers_catch_a_flip_anywhere_in_long_records() {
             let path = flipped.join("data.zr");
             let old = std::fs::read(&path).unwrap()[at as usize];
             patch(&path, at, &[old ^ 0x10]);
-            let err = checked(&flipped).and_then(|s| read_all(&s)).expect_err("a flipped byte read back");
-            assert!(err.to_string().contains("record 4"), "{}: flip at {at}: {err}", dir.display());
+            // Both backends: pread copies a raw record straight into the
+            // batch, which must not skip the check.
+            for backend in [Backend::Mmap, Backend::Pread] {
+                let options = OpenOptions { verify: Verify::Always, backend, ..Default::default() };
+                let err = Store::open_with(&flipped, options)
+                    .and_then(|s| read_all(&s))
+                    .expect_err("a flipped byte read back");
+                assert!(
+                    err.to_string().contains("record 4"),
+                    "{}: {backend:?}: flip at {at}: {err}",
+                    dir.display()
+                );
+            }
             std::fs::remove_dir_all(&flipped).unwrap();
         }
     }

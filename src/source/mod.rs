@@ -33,6 +33,21 @@ pub trait ByteSource: Send + Sync {
         let _ = (offset, len);
         None
     }
+
+    /// Start reading `offset..offset+len` into memory without waiting for
+    /// it (a cold batch asks for every record at once, so the device works
+    /// on all of them together instead of one fault at a time). Best
+    /// effort; the default does nothing.
+    fn will_need(&self, offset: u64, len: u64) {
+        let _ = (offset, len);
+    }
+
+    /// Whether the byte at `offset` is in memory now, so reading it costs no
+    /// I/O; `None` when the backend cannot tell (the default).
+    fn is_resident(&self, offset: u64) -> Option<bool> {
+        let _ = offset;
+        None
+    }
 }
 
 /// Check that `offset..offset+len` lies within `size`, as every backend must.
@@ -83,6 +98,12 @@ impl<S: ByteSource> ByteSource for Counting<S> {
         }
         s
     }
+    fn will_need(&self, offset: u64, len: u64) {
+        self.inner.will_need(offset, len)
+    }
+    fn is_resident(&self, offset: u64) -> Option<bool> {
+        self.inner.is_resident(offset)
+    }
 }
 
 impl<S: ByteSource + ?Sized> ByteSource for std::sync::Arc<S> {
@@ -95,6 +116,12 @@ impl<S: ByteSource + ?Sized> ByteSource for std::sync::Arc<S> {
     fn slice(&self, offset: u64, len: usize) -> Option<&[u8]> {
         (**self).slice(offset, len)
     }
+    fn will_need(&self, offset: u64, len: u64) {
+        (**self).will_need(offset, len)
+    }
+    fn is_resident(&self, offset: u64) -> Option<bool> {
+        (**self).is_resident(offset)
+    }
 }
 
 impl<S: ByteSource + ?Sized> ByteSource for Box<S> {
@@ -106,5 +133,11 @@ impl<S: ByteSource + ?Sized> ByteSource for Box<S> {
     }
     fn slice(&self, offset: u64, len: usize) -> Option<&[u8]> {
         (**self).slice(offset, len)
+    }
+    fn will_need(&self, offset: u64, len: u64) {
+        (**self).will_need(offset, len)
+    }
+    fn is_resident(&self, offset: u64) -> Option<bool> {
+        (**self).is_resident(offset)
     }
 }

@@ -31,4 +31,10 @@ impl ByteSource for PreadSource {
         super::check_range(self.size, offset, buf.len())?;
         crate::local::sys::read_exact_at(&self.file, buf, offset)
     }
+    fn will_need(&self, offset: u64, len: u64) {
+        crate::local::sys::will_need(&self.file, offset, len);
+    }
+    fn is_resident(&self, offset: u64) -> Option<bool> {
+        crate::local::sys::is_resident(&self.file, offset)
+    }
 }
