@@ -1,13 +1,12 @@
-//! `NativeWriter` (a store being built) and dictionary training.
+//! `NativeWriter`: a store being built.
 
 use crate::errors::{zrecord_error, IntoPy};
 use crate::fork::forked;
 use numpy::{PyArrayDescr, PyArrayDescrMethods, PyReadonlyArray1, PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyList};
+use pyo3::types::PyList;
 use std::sync::{Mutex, PoisonError};
-use zrecord::train::{train_from_samples, Tier};
 use zrecord::writer::{CreateOptions, RecordRef, Writer};
 
 /// loaderx's limit on one encoded record (shape prefix and payload).
@@ -183,32 +182,4 @@ impl NativeWriter {
             None => Ok(()),
         }
     }
-}
-
-/// Train a `zstd_dict` dictionary on `samples` (records back to back,
-/// `sizes[i]` bytes each) for `tier`; the GIL is released while zstd trains.
-#[pyfunction]
-pub fn train_dict_native<'py>(
-    py: Python<'py>,
-    samples: PyReadonlyArray1<'py, u8>,
-    sizes: PyReadonlyArray1<'py, u64>,
-    tier: &str,
-) -> PyResult<Bound<'py, PyBytes>> {
-    let tier: Tier = tier.parse().map_err(pyo3::exceptions::PyValueError::new_err)?;
-    let (samples, sizes) = (samples.as_slice()?, sizes.as_slice()?);
-    if sizes.iter().sum::<u64>() != samples.len() as u64 {
-        return Err(pyo3::exceptions::PyValueError::new_err("sample sizes do not add up to the samples"));
-    }
-    let dict = py
-        .detach(|| {
-            let mut at = 0usize;
-            let parts = sizes.iter().map(|&n| {
-                let s = &samples[at..at + n as usize];
-                at += n as usize;
-                s
-            });
-            train_from_samples(parts, tier)
-        })
-        .py_err(py)?;
-    Ok(PyBytes::new(py, &dict))
 }

@@ -1,6 +1,6 @@
 """Stubs for the Rust extension under the zrecord package (private)."""
 
-from typing import Any, List, Optional, Tuple, Union
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -8,7 +8,10 @@ import numpy.typing as npt
 _U64 = npt.NDArray[np.uint64]
 _U8 = npt.NDArray[np.uint8]
 
-def train_dict_native(samples: _U8, sizes: _U64, tier: str) -> bytes: ...
+def dict_tiers() -> Dict[str, Dict[str, int]]: ...
+def dict_sample_indices(n: int, record_bytes: int, tier_name: str) -> _U64: ...
+def train_dict_store(store: "NativeStore", tier_name: str) -> bytes: ...
+def train_dict_native(samples: _U8, sizes: _U64, tier_name: str) -> bytes: ...
 
 class NativeStore:
     name: str

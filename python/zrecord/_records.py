@@ -33,17 +33,14 @@ _U8 = np.dtype(np.uint8)
 # which NumPy's heap serves without zeroing).
 _POOLED = 4 << 20
 
-# Dictionary sizing presets, exactly loaderx's: a tier names both the
-# dictionary's size and how many bytes of records train it.
+# Dictionary sizing presets, loaderx's, from the Rust core's tiers
+# (zrecord::train::Tier): a tier names both the dictionary's size and how many
+# bytes of records train it.
 #
 #   "fast"     a small dictionary and a small training sample.
 #   "balanced" the default.
 #   "max"      the largest dictionary and the fullest training sample.
-DICT_TIERS = {
-    "fast":     {"size": 32 << 10, "samples": 4 << 20},
-    "balanced": {"size": 128 << 10, "samples": 16 << 20},
-    "max":      {"size": 1 << 20, "samples": 64 << 20},
-}
+DICT_TIERS = _native.dict_tiers()
 
 
 def _is_url(path):
