@@ -313,7 +313,10 @@ class Dense(_Base):
 
     def append(self, records):
         """Append one ``(batch, *item_shape)`` array; returns when it is
-        written (published by ``close``). Releases the GIL while writing."""
+        written (published by ``close``). The rows are copied out of the array
+        while the GIL is held (256 MiB at a time), then written without it:
+        what is stored is the array as it was when its rows were copied, even
+        if another thread writes to it meanwhile."""
         store = self._require_store(True)
         src = self._prepare_dense(records)
         store.append_dense(src.reshape(-1).view(_U8))
@@ -385,7 +388,9 @@ class Ragged(_Base):
     def append(self, records):
         """Check every record (a non-empty array of the store's dtype), then
         append them all; returns when they are written. The payloads are
-        written straight from the arrays, without the GIL."""
+        copied out of the arrays while the GIL is held (256 MiB at a time),
+        then written without it: each record is stored as it was at one
+        moment, even if another thread writes to it meanwhile."""
         store = self._require_store(True)
         if not isinstance(records, list):
             records = list(records)
