@@ -14,6 +14,7 @@ mod fork;
 mod loader;
 mod pool;
 mod store;
+mod train;
 mod writer;
 
 use pyo3::prelude::*;
@@ -27,7 +28,10 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<writer::NativeWriter>()?;
     m.add_class::<loader::NativeSampler>()?;
     m.add_class::<loader::NativeLoader>()?;
-    m.add_function(wrap_pyfunction!(writer::train_dict_native, m)?)?;
+    m.add_function(wrap_pyfunction!(train::dict_tiers, m)?)?;
+    m.add_function(wrap_pyfunction!(train::dict_sample_indices, m)?)?;
+    m.add_function(wrap_pyfunction!(train::train_dict_store, m)?)?;
+    m.add_function(wrap_pyfunction!(train::train_dict_native, m)?)?;
     m.add_function(wrap_pyfunction!(store::store_url, m)?)?;
     Ok(())
 }

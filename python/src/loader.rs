@@ -5,17 +5,18 @@ use crate::arrays::{dense_out, ragged_out};
 use crate::errors::{zrecord_error, IntoPy};
 use crate::store::NativeStore;
 use numpy::{PyArray1, PyArrayDescr, PyReadwriteArray1};
+use pyo3::exceptions::{PyOverflowError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
-use zrecord::training::loader::{Loader, TimedOut};
+use zrecord::training::loader::{Loader, TimedOut, TRANSFORM_STREAM};
 use zrecord::training::sampler::{Mode, Sampler};
 use zrecord::Batch;
 
 fn mode(py: Python<'_>, code: u8) -> PyResult<Mode> {
-    Mode::try_from(code).map_err(|e| zrecord::Error::Config(e.to_string())).py_err(py)
+    Mode::try_from(code).py_err(py)
 }
 
 /// loaderx's sampler, exactly: `fill` writes the next batch into a buffer.
@@ -104,41 +105,73 @@ impl Drop for NativeLoader {
 /// How long one wait for a step lasts before Python checks for Ctrl-C.
 const POLL: Duration = Duration::from_millis(20);
 
+/// A Python integer argument as the core takes it: a `TypeError` naming it
+/// for what is not an integer (as `operator.index` decides), a `ValueError`
+/// for an integer outside `0..=max`. Whether the value suits is the core's to
+/// say (`LoaderBuilder::build`).
+fn int_arg(obj: &Bound<'_, PyAny>, name: &str, max: u64) -> PyResult<u64> {
+    let py = obj.py();
+    let range = || {
+        let max = if max == u64::MAX { "2^64-1".to_string() } else { max.to_string() };
+        PyValueError::new_err(format!("{name} must be in 0..{max} (got {obj})"))
+    };
+    match obj.extract::<u64>() {
+        Ok(v) if v <= max => Ok(v),
+        Ok(_) => Err(range()),
+        Err(e) if e.is_instance_of::<PyOverflowError>(py) => Err(range()),
+        Err(e) if e.is_instance_of::<PyTypeError>(py) => {
+            Err(PyTypeError::new_err(format!("{name} must be an integer")))
+        }
+        Err(e) => Err(e),
+    }
+}
+
 #[pymethods]
 impl NativeLoader {
+    /// A loader over `stores` (named `names` in errors), checked by the core:
+    /// the stores' lengths (equal, not zero), the sampler's arguments
+    /// (`batch_size`, `mode`, `rank` and `world`), `workers` and `prefetch`.
     #[new]
-    #[pyo3(signature = (stores, batch_size, mode_code, seed, rank, world, workers, prefetch, start_step, packed))]
+    #[pyo3(signature = (stores, names, batch_size, mode, seed, rank, world, workers, prefetch, start_step, packed))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         stores: Vec<PyRef<'_, NativeStore>>,
-        batch_size: u64,
-        mode_code: u8,
-        seed: u64,
-        rank: u64,
-        world: u64,
+        names: Vec<String>,
+        batch_size: &Bound<'_, PyAny>,
+        mode: &Bound<'_, PyAny>,
+        seed: &Bound<'_, PyAny>,
+        rank: &Bound<'_, PyAny>,
+        world: &Bound<'_, PyAny>,
         workers: usize,
         prefetch: usize,
-        start_step: u64,
+        start_step: &Bound<'_, PyAny>,
         packed: bool,
     ) -> PyResult<Self> {
+        let code = int_arg(mode, "mode", u8::MAX.into())? as u8;
         let descrs =
             stores.iter().map(|s| s.descr(py).map(|d| d.clone().unbind())).collect::<PyResult<_>>()?;
         let mut builder = Loader::builder()
-            .batch_size(batch_size)
-            .mode(mode(py, mode_code)?)
-            .seed(seed)
-            .shard(rank, world)
+            .batch_size(int_arg(batch_size, "batch_size", u64::MAX)?)
+            .mode(self::mode(py, code)?)
+            .seed(int_arg(seed, "seed", u64::MAX)?)
+            .shard(int_arg(rank, "rank", u64::MAX)?, int_arg(world, "world", u64::MAX)?)
             .workers(workers)
             .prefetch(prefetch)
-            .seek(start_step);
-        for (k, store) in stores.iter().enumerate() {
+            .seek(int_arg(start_step, "start_step", u64::MAX)?);
+        // The callers' names, unless two are alike or one is the core's own
+        // (`<transform>`): then their positions.
+        let usable = names.len() == stores.len()
+            && names.iter().enumerate().all(|(k, n)| n != TRANSFORM_STREAM && !names[..k].contains(n));
+        let names: Arc<[String]> =
+            if usable { names.into() } else { (0..stores.len()).map(|k| k.to_string()).collect() };
+        for (name, store) in names.iter().zip(&stores) {
             let records: Arc<dyn zrecord::Records> = store.store.clone();
-            builder = builder.stream(format!("{k}"), records);
+            builder = builder.stream(name.clone(), records);
         }
-        let n = stores.len();
+        let streams = Arc::clone(&names);
         let builder = builder.transform(move |mut step| {
-            let batches = (0..n).map(|k| step.take(&format!("{k}")).expect("every stream")).collect();
+            let batches = streams.iter().map(|n| step.take(n).expect("every stream")).collect();
             Ok((step.step(), step.indices().to_vec(), batches))
         });
         let loader = py.detach(|| builder.build()).py_err(py)?;

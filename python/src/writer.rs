@@ -1,25 +1,85 @@
-//! `NativeWriter` (a store being built) and dictionary training.
+//! `NativeWriter`: a store being built.
 
 use crate::errors::{zrecord_error, IntoPy};
 use crate::fork::forked;
 use numpy::{PyArrayDescr, PyArrayDescrMethods, PyReadonlyArray1, PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyList};
+use pyo3::types::PyList;
+use std::ops::Range;
 use std::sync::{Mutex, PoisonError};
 use zrecord::local::writer::{CreateOptions, RecordRef, Writer};
-use zrecord::training::dict::{train_from_samples, Tier};
+use zrecord::Codec;
 
 /// loaderx's limit on one encoded record (shape prefix and payload).
 const MAX_RECORD_LEN: usize = 1 << 31;
-use zrecord::Codec;
+
+/// Bytes an append copies out of the caller's arrays at a time, at most (a
+/// round; more when one record is larger). The first round is copied under
+/// the GIL the call holds anyway; each further one takes the GIL back, which
+/// may wait for another Python thread, so rounds are large. They bound the
+/// copy's memory for very large appends.
+const ROUND_BYTES: usize = 256 << 20;
 
 /// A store being built; `close` publishes it. Appends release the GIL.
+///
+/// The writer's lock is only ever waited for without the GIL: an append
+/// holds it while it takes the GIL back to copy (see [`NativeWriter::append_rounds`]).
 #[pyclass(frozen, module = "zrecord._native")]
 pub struct NativeWriter {
     writer: Mutex<Option<Writer>>,
+    /// Bytes per Dense row (`None` for a Ragged store).
+    row: Option<usize>,
     name: String,
     pid: u32,
+}
+
+/// The bytes of a caller's NumPy array, by address. Read only while the GIL
+/// is held: a `&[u8]` over them would promise Rust that they do not change
+/// while it lives, and any Python thread may change them once the GIL is released.
+#[derive(Clone, Copy)]
+struct Span {
+    ptr: *const u8,
+    len: usize,
+}
+
+// SAFETY: a `Span` is an address and a length; it is dereferenced only in
+// `Span::copy_to`, whose callers hold the GIL (see there), on whichever thread.
+#[allow(unsafe_code)]
+unsafe impl Send for Span {}
+#[allow(unsafe_code)]
+unsafe impl Sync for Span {}
+
+impl Span {
+    /// Copy the span's bytes to `out` (exactly as long); `_gil` proves the
+    /// GIL is held.
+    fn copy_to(self, _gil: Python<'_>, out: &mut [u8]) {
+        // SAFETY: `ptr` is the data pointer of a C-contiguous array of at least
+        // `len` bytes (checked where the span was made), and the caller keeps a
+        // reference to that array until the append returns, so the memory is
+        // allocated. (NumPy frees an array's memory only with its owner, or in
+        // `resize(refcheck=False)`, which NumPy documents as unsafe while any
+        // view exists.) The GIL is held: no Python code runs during the copy,
+        // so none writes to the array. Native code that writes to it having
+        // released the GIL (a NumPy loop on another thread) would race with
+        // every reader of the array, NumPy's own too: such a program has a data
+        // race without zrecord. Rust writers (our own `gather(..., out=)`) are
+        // kept off a Dense batch by rust-numpy's borrow flag, held for the call.
+        #[allow(unsafe_code)]
+        let bytes = unsafe { std::slice::from_raw_parts(self.ptr, self.len) };
+        out.copy_from_slice(bytes);
+    }
+}
+
+/// Copy `spans` back to back to the start of `buf`; `ends[k]`: where span `k` ends.
+fn copy_round(gil: Python<'_>, spans: &[Span], buf: &mut [u8], ends: &mut Vec<usize>) {
+    ends.clear();
+    let mut at = 0;
+    for span in spans {
+        span.copy_to(gil, &mut buf[at..at + span.len]);
+        at += span.len;
+        ends.push(at);
+    }
 }
 
 impl NativeWriter {
@@ -51,6 +111,43 @@ impl NativeWriter {
             Some(r) => r.py_err(py),
             None => Err(PyRuntimeError::new_err("Container is closed")),
         }
+    }
+
+    /// Append from the caller's arrays (`spans`, kept alive by the caller
+    /// until this returns) in `rounds` (ranges of spans): copy a round's
+    /// spans, back to back, into a buffer of ours while the GIL is held
+    /// (`ends[k]`: where span `k` of the round ends), then `write` the buffer
+    /// without the GIL. The writer stays locked across the rounds, so appends
+    /// from several threads do not interleave; other Python threads run
+    /// between rounds. So the records written are the arrays' bytes as they
+    /// were when their round was copied (a record is copied at one moment).
+    fn append_rounds(
+        &self,
+        py: Python<'_>,
+        spans: &[Span],
+        rounds: &[Range<usize>],
+        write: impl Fn(&mut Writer, Range<usize>, &[u8], &[usize]) -> zrecord::Result<()> + Send + Sync,
+    ) -> PyResult<()> {
+        let bytes = |round: &Range<usize>| spans[round.clone()].iter().map(|s| s.len).sum::<usize>();
+        let most = rounds.iter().map(bytes).max().unwrap_or(0);
+        // A recycled buffer (see `pool`): no page to fault in on later appends.
+        let mut words = crate::pool::take_or_new(most.div_ceil(8));
+        let buf: &mut [u8] = bytemuck::cast_slice_mut(&mut words);
+        let mut ends = Vec::new();
+        if let Some(first) = rounds.first() {
+            copy_round(py, &spans[first.clone()], buf, &mut ends);
+        }
+        let result = self.with(py, |w| {
+            for (k, round) in rounds.iter().enumerate() {
+                if k > 0 {
+                    Python::attach(|gil| copy_round(gil, &spans[round.clone()], buf, &mut ends));
+                }
+                write(w, round.clone(), &buf[..bytes(round)], &ends)?;
+            }
+            Ok(())
+        });
+        crate::pool::give(words);
+        result
     }
 }
 
@@ -87,18 +184,29 @@ impl NativeWriter {
                 None => Writer::create_ragged(&path, &dtype, options),
             })
             .py_err(py)?;
-        Ok(NativeWriter { writer: Mutex::new(Some(writer)), name: path, pid: std::process::id() })
+        let row = item_shape
+            .map(|shape| shape.iter().fold(writer.dtype().itemsize(), |n, &d| n.saturating_mul(d as usize)));
+        Ok(NativeWriter { writer: Mutex::new(Some(writer)), row, name: path, pid: std::process::id() })
     }
 
-    /// Append Dense rows (C-order bytes, whole rows).
+    /// Append Dense rows (C-order bytes, whole rows), copied out of `rows`
+    /// in rounds of whole rows (see `append_rounds`).
     fn append_dense(&self, py: Python<'_>, rows: PyReadonlyArray1<'_, u8>) -> PyResult<()> {
-        let rows = rows.as_slice()?;
-        self.with(py, |w| w.append(rows))
+        let bytes = rows.as_slice()?;
+        // Rounds of whole rows; otherwise one round, which the core refuses whole.
+        let per = match self.row {
+            Some(row) if row > 0 && bytes.len().is_multiple_of(row) => (ROUND_BYTES / row).max(1) * row,
+            _ => bytes.len().max(1),
+        };
+        let spans: Vec<Span> = bytes.chunks(per).map(|c| Span { ptr: c.as_ptr(), len: c.len() }).collect();
+        let rounds: Vec<Range<usize>> = (0..spans.len()).map(|k| k..k + 1).collect();
+        // `rows` (and its borrow flag) lives until this returns.
+        self.append_rounds(py, &spans, &rounds, |w, _, buf, _| w.append(buf))
     }
 
     /// Append Ragged records given as NumPy arrays of `dtype`, checked here
     /// as loaderx checks them (all of them before anything is written), then
-    /// written straight from the arrays' memory without the GIL.
+    /// copied out of the arrays and written in rounds (see `append_rounds`).
     fn append_ragged(
         &self,
         py: Python<'_>,
@@ -145,30 +253,54 @@ impl NativeWriter {
         }
         let shapes: Vec<Vec<u64>> =
             keep.iter().map(|a| a.shape().iter().map(|&d| d as u64).collect()).collect();
-        let payloads: Vec<&[u8]> = keep
+        let spans: Vec<Span> = keep
             .iter()
             .map(|a| {
-                let len = a.len() * itemsize;
-                // SAFETY: `a` is a C-contiguous array of `len` bytes at its data
-                // pointer (checked above), and `keep` holds a reference to each
-                // array until this function returns, so the memory stays
-                // allocated while the GIL is released. Another thread may still
-                // write to the array meanwhile, which changes only which bytes
-                // are written, as for any buffer shared across threads.
+                // SAFETY: `a` is a live NumPy array (we hold it) and the GIL is
+                // held: its object can be read. Only its data pointer is read.
                 #[allow(unsafe_code)]
-                unsafe {
-                    std::slice::from_raw_parts((*a.as_array_ptr()).fields.data as *const u8, len)
-                }
+                let ptr = unsafe { (*a.as_array_ptr()).fields.data }.cast::<u8>().cast_const();
+                Span { ptr, len: a.len() * itemsize }
             })
             .collect();
-        let batch: Vec<RecordRef<'_>> =
-            shapes.iter().map(Vec::as_slice).zip(payloads.iter().copied()).collect();
-        self.with(py, |w| w.append_ragged(&batch))
+        // Rounds of at most ROUND_BYTES, or of one larger record.
+        let mut rounds = Vec::new();
+        let (mut start, mut bytes) = (0, 0);
+        for (k, span) in spans.iter().enumerate() {
+            if k > start && bytes + span.len > ROUND_BYTES {
+                rounds.push(start..k);
+                (start, bytes) = (k, 0);
+            }
+            bytes += span.len;
+        }
+        if start < spans.len() {
+            rounds.push(start..spans.len());
+        }
+        // `keep` holds every array until this returns.
+        self.append_rounds(py, &spans, &rounds, |w, round, buf, ends| {
+            let mut at = 0;
+            let batch: Vec<RecordRef<'_>> = shapes[round]
+                .iter()
+                .zip(ends)
+                .map(|(shape, &end)| {
+                    let record = (shape.as_slice(), &buf[at..end]);
+                    at = end;
+                    record
+                })
+                .collect();
+            w.append_ragged(&batch)
+        })
     }
 
     /// Records appended so far.
-    fn __len__(&self) -> usize {
-        self.writer.lock().unwrap_or_else(PoisonError::into_inner).as_ref().map_or(0, |w| w.len() as usize)
+    fn __len__(&self, py: Python<'_>) -> usize {
+        py.detach(|| {
+            self.writer
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .as_ref()
+                .map_or(0, |w| w.len() as usize)
+        })
     }
 
     /// Publish the store (idempotent).
@@ -177,38 +309,10 @@ impl NativeWriter {
             // A child's copy of the parent's writer: never publish from here.
             return Ok(());
         }
-        let writer = self.writer.lock().unwrap_or_else(PoisonError::into_inner).take();
+        let writer = py.detach(|| self.writer.lock().unwrap_or_else(PoisonError::into_inner).take());
         match writer {
             Some(w) => py.detach(|| w.close()).py_err(py),
             None => Ok(()),
         }
     }
-}
-
-/// Train a `zstd_dict` dictionary on `samples` (records back to back,
-/// `sizes[i]` bytes each) for `tier`; the GIL is released while zstd trains.
-#[pyfunction]
-pub fn train_dict_native<'py>(
-    py: Python<'py>,
-    samples: PyReadonlyArray1<'py, u8>,
-    sizes: PyReadonlyArray1<'py, u64>,
-    tier: &str,
-) -> PyResult<Bound<'py, PyBytes>> {
-    let tier: Tier = tier.parse().map_err(pyo3::exceptions::PyValueError::new_err)?;
-    let (samples, sizes) = (samples.as_slice()?, sizes.as_slice()?);
-    if sizes.iter().sum::<u64>() != samples.len() as u64 {
-        return Err(pyo3::exceptions::PyValueError::new_err("sample sizes do not add up to the samples"));
-    }
-    let dict = py
-        .detach(|| {
-            let mut at = 0usize;
-            let parts = sizes.iter().map(|&n| {
-                let s = &samples[at..at + n as usize];
-                at += n as usize;
-                s
-            });
-            train_from_samples(parts, tier)
-        })
-        .py_err(py)?;
-    Ok(PyBytes::new(py, &dict))
 }

@@ -254,6 +254,87 @@ def test_gil_released_during_append(tmp_path):
     assert counted > 1000, counted
 
 
+def test_append_while_other_threads_use_the_array_and_the_writer(tmp_path):
+    # An append larger than one copy round (256 MiB): the rows are copied
+    # with the GIL held, and between rounds, with the writer locked, the GIL
+    # is taken back. Meanwhile one thread overwrites rows of the very array
+    # being appended and another asks the writer its len(): no deadlock (the
+    # writer's lock is never waited for with the GIL held), and every row
+    # written is whole, as the array held it: its index (old) or -1 (new).
+    width = 16  # 128-byte rows: NumPy writes each one without releasing the GIL
+    rows = (288 << 20) // (8 * width)
+    data = np.repeat(np.arange(rows, dtype=np.int64)[:, None], width, axis=1)
+    stop = threading.Event()
+
+    def scribble():
+        rng = np.random.default_rng(3)
+        while not stop.is_set():
+            data[int(rng.integers(rows))] = -1
+
+    def lengths(w):
+        while not stop.is_set():
+            len(w)
+            time.sleep(0.001)
+
+    with Dense.create(tmp_path / "w", np.int64, (width,), codec="raw") as w:
+        threads = [threading.Thread(target=scribble), threading.Thread(target=lengths, args=(w,))]
+        for t in threads:
+            t.start()
+        try:
+            w.append(data)
+        finally:
+            stop.set()
+            for t in threads:
+                t.join(10)
+        assert len(w) == rows
+    with Dense.open(tmp_path / "w") as ds:
+        got = ds[:]
+    old = (got == np.arange(rows, dtype=np.int64)[:, None]).all(axis=1)
+    new = (got == -1).all(axis=1)
+    assert (old | new).all(), np.flatnonzero(~(old | new))[:10]
+    del got, data
+
+
+def test_a_record_is_appended_as_it_was_at_one_moment(tmp_path):
+    # Another thread sweeps over the record being appended, again and again,
+    # writing generation g over it 256 items at a time (each write under the
+    # GIL). The append copies the record while it holds the GIL, so what is
+    # stored is the record at one moment: at most two generations, the newer
+    # one a prefix. (Reading the array without the GIL while encoding it, as
+    # before, stored several generations, the newest last.)
+    n = 1 << 22  # 32 MiB of int64: encoding takes far longer than a sweep
+    record = np.zeros(n, dtype=np.int64)
+    started, stop = threading.Event(), threading.Event()
+
+    def sweep():
+        g = 0
+        while not stop.is_set():
+            g -= 1
+            for k in range(0, n, 256):
+                record[k:k + 256] = g
+                started.set()
+                if stop.is_set():
+                    return
+
+    with Ragged.create(tmp_path / "r", np.int64, codec="zstd") as w:
+        thread = threading.Thread(target=sweep)
+        thread.start()
+        started.wait(5)
+        try:
+            w.append([record])
+        finally:
+            stop.set()
+            thread.join(10)
+    with Ragged.open(tmp_path / "r") as ds:
+        got = ds[0]
+    generations, first = np.unique(got, return_index=True)  # newest first
+    assert len(generations) <= 2, generations
+    if len(generations) == 2:
+        newer, older = generations
+        k = int((got == newer).sum())
+        assert newer == older - 1 and (got[:k] == newer).all(), (generations, first)
+
+
 def test_ragged_packed_and_list_agree(tmp_path):
     recs = [np.arange(i % 9 + 1, dtype=np.int16).reshape(-1) if i % 3 else
             np.arange(2 * (i % 4 + 1), dtype=np.int16).reshape(2, -1) for i in range(100)]

@@ -8,7 +8,6 @@ import threading
 from . import _native
 from ._errors import ZrecordError
 from ._records import Dense, Ragged, _words_as
-from ._sampler import Sampler
 
 __all__ = ["DataLoader"]
 
@@ -68,44 +67,36 @@ class DataLoader:
                  start_step=0, gather_workers=2, ragged="list"):
         self._closed = True
         self.streams = dict(streams)
-        if not self.streams:
-            raise ValueError("need at least one stream")
         invalid = [name for name, ds in self.streams.items()
                    if (not isinstance(ds, (Dense, Ragged)) or ds._writable or
                        getattr(ds, "_store", None) is None)]
         if invalid:
             raise ValueError(f"DataLoader streams must be opened for reading: {invalid}")
-        lengths = {name: len(ds) for name, ds in self.streams.items()}
-        if len(set(lengths.values())) != 1:
-            raise ValueError(
-                f"all streams must hold the same number of records, got {lengths}"
-            )
-        length = next(iter(lengths.values()))
         transform_workers = _positive_int(transform_workers, "transform_workers")
         prefetch_size = _positive_int(prefetch_size, "prefetch_size")
         gather_workers = _positive_int(gather_workers, "gather_workers")
         if ragged not in ("list", "packed"):
             raise ValueError("ragged must be 'list' or 'packed'")
-        start_step = operator.index(start_step)
-        if start_step < 0:
-            raise ValueError("start_step must be non-negative")
-        # loaderx's checks and messages for the sampler's arguments.
-        Sampler(length, batch_size, mode, seed, rank=rank, world=world)
+        # The core checks the rest: at least one stream, equal and non-zero
+        # lengths, and the sampler's arguments (batch_size, mode, seed, rank,
+        # world, start_step); its errors are ValueErrors naming the argument.
+        self._native = _native.NativeLoader(
+            [ds._store for ds in self.streams.values()], [str(name) for name in self.streams],
+            batch_size, mode, seed, rank, world, gather_workers, prefetch_size, start_step,
+            ragged == "packed",
+        )
 
         self._names = list(self.streams)
         self._kinds = [(isinstance(ds, Dense), ds) for ds in self.streams.values()]
         self._transform = transform
         self._prefetch = prefetch_size
         self._pid = os.getpid()
-        self._native = _native.NativeLoader(
-            [ds._store for ds in self.streams.values()],
-            batch_size, mode, seed, rank, world, gather_workers, prefetch_size, start_step,
-            ragged == "packed",
-        )
-        # Steps handed to the transform threads, by step: results (or a
-        # _WorkerError) wait in `_done` until the consumer reaches them.
+        # The native loader hands out the gathered steps in order, but the
+        # transform threads finish them in any order: each result (or a
+        # _WorkerError) waits in `_done`, by step, until the consumer reaches
+        # its step.
         self._cond = threading.Condition()
-        self._next_step = start_step
+        self._next_step = self._native.step
         self._done = {}
         self._stop = False
         self._closed = False

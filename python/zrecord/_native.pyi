@@ -1,6 +1,6 @@
 """Stubs for the Rust extension under the zrecord package (private)."""
 
-from typing import Any, List, Optional, Tuple, Union
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -8,7 +8,10 @@ import numpy.typing as npt
 _U64 = npt.NDArray[np.uint64]
 _U8 = npt.NDArray[np.uint8]
 
-def train_dict_native(samples: _U8, sizes: _U64, tier: str) -> bytes: ...
+def dict_tiers() -> Dict[str, Dict[str, int]]: ...
+def dict_sample_indices(n: int, record_bytes: int, tier_name: str) -> _U64: ...
+def train_dict_store(store: "NativeStore", tier_name: str) -> bytes: ...
+def train_dict_native(samples: _U8, sizes: _U64, tier_name: str) -> bytes: ...
 
 class NativeStore:
     name: str
@@ -52,7 +55,7 @@ class NativeSampler:
 
 class NativeLoader:
     step: Optional[int]
-    def __init__(self, stores: List[NativeStore], batch_size: int, mode_code: int, seed: int, rank: int,
-                 world: int, workers: int, prefetch: int, start_step: int, packed: bool) -> None: ...
+    def __init__(self, stores: List[NativeStore], names: List[str], batch_size: int, mode: int, seed: int,
+                 rank: int, world: int, workers: int, prefetch: int, start_step: int, packed: bool) -> None: ...
     def next(self) -> Optional[Tuple[int, _U64, list]]: ...
     def close(self) -> None: ...

@@ -33,17 +33,14 @@ _U8 = np.dtype(np.uint8)
 # which NumPy's heap serves without zeroing).
 _POOLED = 4 << 20
 
-# Dictionary sizing presets, exactly loaderx's: a tier names both the
-# dictionary's size and how many bytes of records train it.
+# Dictionary sizing presets, loaderx's, from the Rust core's tiers
+# (zrecord::train::Tier): a tier names both the dictionary's size and how many
+# bytes of records train it.
 #
 #   "fast"     a small dictionary and a small training sample.
 #   "balanced" the default.
 #   "max"      the largest dictionary and the fullest training sample.
-DICT_TIERS = {
-    "fast":     {"size": 32 << 10, "samples": 4 << 20},
-    "balanced": {"size": 128 << 10, "samples": 16 << 20},
-    "max":      {"size": 1 << 20, "samples": 64 << 20},
-}
+DICT_TIERS = _native.dict_tiers()
 
 
 def _is_url(path):
@@ -318,7 +315,10 @@ class Dense(_Base):
 
     def append(self, records):
         """Append one ``(batch, *item_shape)`` array; returns when it is
-        written (published by ``close``). Releases the GIL while writing."""
+        written (published by ``close``). The rows are copied out of the array
+        while the GIL is held (256 MiB at a time), then written without it:
+        what is stored is the array as it was when its rows were copied, even
+        if another thread writes to it meanwhile."""
         store = self._require_store(True)
         src = self._prepare_dense(records)
         store.append_dense(src.reshape(-1).view(_U8))
@@ -390,7 +390,9 @@ class Ragged(_Base):
     def append(self, records):
         """Check every record (a non-empty array of the store's dtype), then
         append them all; returns when they are written. The payloads are
-        written straight from the arrays, without the GIL."""
+        copied out of the arrays while the GIL is held (256 MiB at a time),
+        then written without it: each record is stored as it was at one
+        moment, even if another thread writes to it meanwhile."""
         store = self._require_store(True)
         if not isinstance(records, list):
             records = list(records)

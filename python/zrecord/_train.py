@@ -1,5 +1,9 @@
 """``train_dict``: zstd dictionaries for ``zstd_dict`` stores, sampled and
-trained exactly as loaderx 2.0.1 does (byte-identical dictionaries)."""
+trained exactly as loaderx 2.0.1 does (byte-identical dictionaries).
+
+The sampling (which records, how many) and the training are the Rust core's
+(``zrecord::train``); this module only picks the source's kind and gathers
+the records the core asks for."""
 
 import math
 from pathlib import Path
@@ -21,46 +25,34 @@ def _dict_tier(tier):
     return tier
 
 
-def _sample_count(total, item_bytes, sample_budget):
-    per = max(item_bytes, 1)
-    return max(1, min(total, max(1, sample_budget // per)))
-
-
 def _flat(array):
     return np.ascontiguousarray(array).reshape(-1).view(np.uint8)
 
 
-def _pack_samples(source, sample_budget):
-    """loaderx's sample: ``(bytes as uint8, per-record sizes)``."""
-    if isinstance(source, np.ndarray):
-        if len(source) == 0:
-            raise ValueError("cannot train a zstd dictionary on an empty array")
-        itemsize = math.prod(source.shape[1:]) * np.dtype(source.dtype).itemsize
-        k = _sample_count(len(source), itemsize, sample_budget)
-        idx = np.unique(np.linspace(0, len(source) - 1, k).astype(np.int64))
-        sample = np.ascontiguousarray(source[idx])
-        row = math.prod(sample.shape[1:]) * sample.dtype.itemsize
-        return _flat(sample), np.full(len(sample), row, dtype=np.uint64)
-    if isinstance(source, (Dense, Ragged)):
-        if source._writable:
-            raise ValueError("train_dict requires an opened read-only container")
-        n = len(source)
-        if n == 0:
-            raise ValueError("cannot train a zstd dictionary on an empty store")
-        if isinstance(source, Dense):
-            item = source._row_bytes
-        else:
-            preview = source.__getitems__(np.arange(min(n, 32)))
-            item = int(np.mean([record.nbytes for record in preview])) or 1
-        k = _sample_count(n, item, sample_budget)
-        idx = np.unique(np.linspace(0, n - 1, min(k, n)).astype(np.int64))
-        sample = source.__getitems__(idx)
-        if isinstance(source, Dense):
-            return _flat(sample), np.full(len(sample), source._row_bytes, dtype=np.uint64)
-        packed = [_flat(record) for record in sample]
-        sizes = np.fromiter((p.nbytes for p in packed), dtype=np.uint64, count=len(packed))
-        return np.concatenate(packed), sizes
-    # An iterable of records: buffer up to the tier's sample budget.
+def _train_array(source, tier):
+    """A stacked array: the rows at the core's sample indices, copied out of
+    ``source`` (any layout) into a buffer only this call holds."""
+    if len(source) == 0:
+        raise ValueError("cannot train a zstd dictionary on an empty array")
+    row = math.prod(source.shape[1:]) * np.dtype(source.dtype).itemsize
+    sample = source[_native.dict_sample_indices(len(source), row, tier)]
+    sizes = np.full(len(sample), row, dtype=np.uint64)
+    return _native.train_dict_native(_flat(sample), sizes, tier)
+
+
+def _train_store(source, tier):
+    """An opened reader: sampled, gathered and trained by the core."""
+    if source._writable:
+        raise ValueError("train_dict requires an opened read-only container")
+    if len(source) == 0:
+        raise ValueError("cannot train a zstd dictionary on an empty store")
+    return _native.train_dict_store(source._require_store(False), tier)
+
+
+def _train_iterable(source, tier):
+    """An iterable of records: taken up to the tier's sample budget (the
+    record that reaches it included), as the core's trainer cuts them."""
+    budget = DICT_TIERS[tier]["samples"]
     buf, total = [], 0
     for record in source:
         if isinstance(record, (bytes, bytearray)):
@@ -69,12 +61,12 @@ def _pack_samples(source, sample_budget):
             b = _flat(np.asarray(record)).copy()
         buf.append(b)
         total += b.nbytes
-        if total >= sample_budget:
+        if total >= budget:
             break
     if not buf:
         raise ValueError("train_dict needs at least one record")
     sizes = np.fromiter((b.nbytes for b in buf), dtype=np.uint64, count=len(buf))
-    return np.concatenate(buf), sizes
+    return _native.train_dict_native(np.concatenate(buf), sizes, tier)
 
 
 def train_dict(source, tier=None, path=None):
@@ -92,8 +84,12 @@ def train_dict(source, tier=None, path=None):
     ``ZrecordError`` (code -9) when zstd cannot train on the sample.
     """
     tier = _dict_tier(tier)
-    samples, sizes = _pack_samples(source, DICT_TIERS[tier]["samples"])
-    d = _native.train_dict_native(samples, sizes, tier)
+    if isinstance(source, np.ndarray):
+        d = _train_array(source, tier)
+    elif isinstance(source, (Dense, Ragged)):
+        d = _train_store(source, tier)
+    else:
+        d = _train_iterable(source, tier)
     if path is not None:
         Path(path).write_bytes(d)
     return d

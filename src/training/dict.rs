@@ -19,6 +19,17 @@ pub enum Tier {
 }
 
 impl Tier {
+    /// Every tier, smallest first.
+    pub const ALL: [Tier; 3] = [Tier::Fast, Tier::Balanced, Tier::Max];
+
+    /// The tier's name: `fast`, `balanced` or `max` (what [`FromStr`](std::str::FromStr) reads).
+    pub fn name(self) -> &'static str {
+        match self {
+            Tier::Fast => "fast",
+            Tier::Balanced => "balanced",
+            Tier::Max => "max",
+        }
+    }
     /// Largest dictionary this tier trains.
     pub fn dict_size(self) -> usize {
         match self {
@@ -40,12 +51,10 @@ impl Tier {
 impl std::str::FromStr for Tier {
     type Err = String;
     fn from_str(s: &str) -> std::result::Result<Self, String> {
-        match s {
-            "fast" => Ok(Tier::Fast),
-            "balanced" => Ok(Tier::Balanced),
-            "max" => Ok(Tier::Max),
-            _ => Err(format!("unknown dictionary tier {s:?} (expected fast, balanced or max)")),
-        }
+        Tier::ALL
+            .into_iter()
+            .find(|t| t.name() == s)
+            .ok_or_else(|| format!("unknown dictionary tier {s:?} (expected fast, balanced or max)"))
     }
 }
 
@@ -224,6 +233,14 @@ mod tests {
         assert_eq!(sample_indices(5, 1 << 30, 10), vec![0]);
         assert_eq!(sample_indices(3, 1, 100), vec![0, 1, 2]);
         assert!(sample_indices(0, 1, 1).is_empty());
+    }
+
+    #[test]
+    fn tier_names_parse_back() {
+        for tier in Tier::ALL {
+            assert_eq!(tier.name().parse::<Tier>(), Ok(tier));
+        }
+        assert!("huge".parse::<Tier>().is_err());
     }
 
     #[test]
