@@ -917,11 +917,10 @@ fn bench_cold_reports_rounds_and_the_device_limit() {
     for r in rounds {
         assert!(r["records_per_s"].as_f64().unwrap() > 0.0, "{r}");
         assert!(r["open_ms"].as_f64().unwrap() > 0.0, "{r}");
-        // The probe (preadv2 RWF_NOWAIT) works on ext4/xfs/btrfs; where it
-        // does, nothing of the files is left cached right after eviction.
-        if let Some(cached) = r["data_cached_after_evict"].as_f64() {
-            assert_eq!(cached, 0.0, "{r}");
-            assert_eq!(r["meta_cached_after_evict"].as_f64(), Some(0.0), "{r}");
+        // Read from the device (where /proc/self/io counts it): the store
+        // was evicted, so each cold round reads its records again.
+        if let Some(read) = r["device_read_bytes"].as_u64() {
+            assert!(read > 0 && r["read_amplification"].as_f64().unwrap() > 0.0, "{r}");
         }
     }
     let median = v["records_per_s"].as_f64().unwrap();

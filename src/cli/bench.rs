@@ -17,9 +17,15 @@
 //! depths 1 to 64 ([`zrecord::local::cache::device_limit`]), the best of
 //! them, and the store's records/s as a percentage of that best.
 //!
+//! Where the system counts it (`/proc/self/io`), a local store's report
+//! also gives the bytes read from storage during the timed batches and
+//! their ratio to the records' stored bytes (read amplification: readahead
+//! a random read did not need; near 0 when the store was warm).
+//!
 //! `--json`: one object with `records_per_s`, `mib_per_s`, `p50_ms`,
-//! `p95_ms`, `p99_ms`, `mean_ms`, `first_batch_ms`, `open_ms` (the median
-//! over rounds when there are several; `per_round` holds each),
+//! `p95_ms`, `p99_ms`, `mean_ms`, `first_batch_ms`, `open_ms`,
+//! `device_read_bytes`, `read_amplification` (the median over rounds when
+//! there are several; `per_round` holds each),
 //! `requests_per_batch`, `bytes_per_batch` (null for a local store),
 //! `device_limit` and `percent_of_device` (null without `--cold`) and the
 //! settings.
@@ -112,9 +118,10 @@ struct Round {
     /// Requests and bytes of a remote store during the timed batches.
     requests: u64,
     bytes: u64,
-    /// With --cold: the fraction of meta.zr's and data.zr's sampled pages
-    /// still cached after the eviction (None when the probe is unsupported).
-    resident: Option<(f64, f64)>,
+    /// Bytes the process read from storage during the timed batches.
+    device_read: Option<u64>,
+    /// Bytes the timed batches' records hold on disk, at the mean stored size.
+    stored_read: f64,
 }
 
 impl Round {
@@ -130,15 +137,10 @@ impl Round {
             "mean_ms": self.times.iter().sum::<f64>() / self.times.len() as f64,
             "first_batch_ms": self.times[0],
             "open_ms": self.open_ms,
-            "meta_cached_after_evict": self.resident.map(|r| r.0),
-            "data_cached_after_evict": self.resident.map(|r| r.1),
+            "device_read_bytes": self.device_read,
+            "read_amplification": self.device_read.map(|b| b as f64 / self.stored_read),
         })
     }
-}
-
-/// Fraction of `samples` pages of `path` in the page cache, if the probe works here.
-fn cached_fraction(path: &Path) -> Option<f64> {
-    cache::resident_pages(path, 4096).ok().map(|(r, n)| r as f64 / n.max(1) as f64)
 }
 
 pub fn run(ctx: &Ctx, a: Args) -> CliResult {
@@ -196,20 +198,21 @@ pub fn run(ctx: &Ctx, a: Args) -> CliResult {
     let bar = ctx.bar(plan.rounds * a.batches * a.batch, "bench");
     let mut rounds = Vec::with_capacity(plan.rounds as usize);
     for r in 0..plan.rounds {
-        let mut resident = None;
         if a.cold {
             let dir = dir.as_deref().expect("--cold is refused for remote stores");
             bar.set_message("evicting");
             // Every mapping closed first: mapped pages are never dropped.
             drop(store);
+            // Twice: readahead the last batch started may still be landing
+            // at the first pass, and pages under I/O are not dropped.
             cache::evict(dir)?;
-            resident = cached_fraction(&dir.join("meta.zr")).zip(cached_fraction(&dir.join("data.zr")));
+            std::thread::sleep(Duration::from_millis(50));
+            cache::evict(dir)?;
             (store, open_ms) = open()?;
         }
         bar.set_message(format!("round {}/{}", r + 1, plan.rounds));
         let mut round = one_round(&plan, store.records(), store.as_remote(), &bar)?;
         round.open_ms = open_ms;
-        round.resident = resident;
         rounds.push(round);
     }
     bar.finish_and_clear();
@@ -222,6 +225,10 @@ pub fn run(ctx: &Ctx, a: Args) -> CliResult {
     };
     let per_round: Vec<Value> = rounds.iter().map(Round::json).collect();
     let med = |k: &str| median(per_round.iter().map(|v| v[k].as_f64().unwrap_or(f64::NAN)).collect());
+    let med_opt = |k: &str| -> Option<f64> {
+        let v: Option<Vec<f64>> = per_round.iter().map(|v| v[k].as_f64()).collect();
+        v.map(median)
+    };
     let records_per_s = med("records_per_s");
     let percent_of_device = device
         .as_ref()
@@ -256,6 +263,8 @@ pub fn run(ctx: &Ctx, a: Args) -> CliResult {
         "p99_ms": med("p99_ms"),
         "mean_ms": med("mean_ms"),
         "first_batch_ms": med("first_batch_ms"),
+        "device_read_bytes": med_opt("device_read_bytes"),
+        "read_amplification": med_opt("read_amplification"),
         "per_round": per_round,
         "device_limit": device,
         "percent_of_device": percent_of_device,
@@ -297,6 +306,7 @@ fn one_round(
         gather(records, &indices, &mut batch)?;
     }
     let stats0 = remote.map(|r| r.stats());
+    let read0 = cache::process_read_bytes();
     let mut times = Vec::with_capacity(a.batches as usize);
     let (mut n_records, mut n_bytes) = (0u64, 0u64);
     let t0 = Instant::now();
@@ -310,6 +320,11 @@ fn one_round(
         bar.inc(a.batch);
     }
     let secs = t0.elapsed().as_secs_f64();
+    let device_read = match (read0, cache::process_read_bytes()) {
+        (Some(r0), Some(r1)) if remote.is_none() => Some(r1 - r0),
+        _ => None,
+    };
+    let stored_read = n_records as f64 * records.stored_bytes() as f64 / records.len() as f64;
     let (requests, bytes) = match (remote, stats0) {
         (Some(r), Some(s0)) => {
             let s = r.stats();
@@ -317,7 +332,7 @@ fn one_round(
         }
         _ => (0, 0),
     };
-    Ok(Round { times, secs, n_records, n_bytes, open_ms: 0.0, requests, bytes, resident: None })
+    Ok(Round { times, secs, n_records, n_bytes, open_ms: 0.0, requests, bytes, device_read, stored_read })
 }
 
 /// The device's random-read limit on `data` (O_DIRECT reads of the store's
@@ -408,18 +423,21 @@ fn text(v: &Value) -> Vec<String> {
         ),
         format!("open ms      {:.1}", f("open_ms")),
     ];
+    if let (Some(b), Some(x)) = (v["device_read_bytes"].as_f64(), v["read_amplification"].as_f64()) {
+        lines.push(format!(
+            "from device  {:.1} MiB read during the timed batches, {x:.2}x the records' stored bytes",
+            b / (1u64 << 20) as f64
+        ));
+    }
     if rounds > 1 {
         for (i, r) in v["per_round"].as_array().into_iter().flatten().enumerate() {
             let g = |k: &str| r[k].as_f64().unwrap_or(f64::NAN);
-            let cached = match (r["meta_cached_after_evict"].as_f64(), r["data_cached_after_evict"].as_f64())
-            {
-                (Some(m), Some(d)) => {
-                    format!(", cached after eviction: meta.zr {:.1}%, data.zr {:.1}%", 100.0 * m, 100.0 * d)
-                }
-                _ => String::new(),
-            };
+            let amp = r["read_amplification"]
+                .as_f64()
+                .map(|x| format!(", read {x:.2}x from device"))
+                .unwrap_or_default();
             lines.push(format!(
-                "round {:<6} {:.0} records/s, {:.1} MiB/s, batch ms p50 {:.2} first {:.2}, open {:.1} ms{cached}",
+                "round {:<6} {:.0} records/s, {:.1} MiB/s, batch ms p50 {:.2} first {:.2}, open {:.1} ms{amp}",
                 i + 1,
                 g("records_per_s"),
                 g("mib_per_s"),
