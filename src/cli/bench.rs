@@ -248,6 +248,7 @@ pub fn run(ctx: &Ctx, a: Args) -> CliResult {
         "remote": remote.is_some(),
         "backend": store.as_local().map(|s| format!("{:?}", s.backend()).to_lowercase()),
         "len": len,
+        "data_bytes": store.as_local().map(|s| s.info().sizes.data),
         "batch": a.batch,
         "batches": a.batches,
         "warmup": plan.warmup,
@@ -406,6 +407,7 @@ fn text(v: &Value) -> Vec<String> {
             v["shard"].as_str().map(|s| format!(", shard {s}")).unwrap_or_default(),
             v["warmup"],
             match (v["cold"] == true, rounds) {
+                (true, 1) => "; cold (closed, evicted, reopened)".to_string(),
                 (true, _) => format!("; {rounds} rounds, each cold (closed, evicted, reopened)"),
                 (false, 1) => String::new(),
                 (false, _) => format!("; {rounds} rounds"),
@@ -428,6 +430,14 @@ fn text(v: &Value) -> Vec<String> {
             "from device  {:.1} MiB read during the timed batches, {x:.2}x the records' stored bytes",
             b / (1u64 << 20) as f64
         ));
+        let data = v["data_bytes"].as_f64().unwrap_or(f64::INFINITY);
+        if v["cold"] == true && b >= data / 2.0 {
+            lines.push(format!(
+                "note         that is {:.0}% of data.zr: readahead brought most of the store in, so later \
+                 batches were warm; a cold measure needs a store far larger than its rounds read",
+                100.0 * b / data
+            ));
+        }
     }
     if rounds > 1 {
         for (i, r) in v["per_round"].as_array().into_iter().flatten().enumerate() {
