@@ -442,18 +442,20 @@ fn text(v: &Value) -> Vec<String> {
     if rounds > 1 {
         for (i, r) in v["per_round"].as_array().into_iter().flatten().enumerate() {
             let g = |k: &str| r[k].as_f64().unwrap_or(f64::NAN);
+            // Only a cold round opens the store again.
+            let open =
+                if v["cold"] == true { format!(", open {:.1} ms", g("open_ms")) } else { String::new() };
             let amp = r["read_amplification"]
                 .as_f64()
                 .map(|x| format!(", read {x:.2}x from device"))
                 .unwrap_or_default();
             lines.push(format!(
-                "round {:<6} {:.0} records/s, {:.1} MiB/s, batch ms p50 {:.2} first {:.2}, open {:.1} ms{amp}",
+                "round {:<6} {:.0} records/s, {:.1} MiB/s, batch ms p50 {:.2} first {:.2}{open}{amp}",
                 i + 1,
                 g("records_per_s"),
                 g("mib_per_s"),
                 g("p50_ms"),
                 g("first_batch_ms"),
-                g("open_ms"),
             ));
         }
     }
