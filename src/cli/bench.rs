@@ -248,7 +248,10 @@ pub fn run(ctx: &Ctx, a: Args) -> CliResult {
         "remote": remote.is_some(),
         "backend": store.as_local().map(|s| format!("{:?}", s.backend()).to_lowercase()),
         "len": len,
-        "data_bytes": store.as_local().map(|s| s.info().sizes.data),
+        "file_bytes": store.as_local().map(|s| {
+            let z = s.info().sizes;
+            z.meta + z.data + z.dict.unwrap_or(0)
+        }),
         "batch": a.batch,
         "batches": a.batches,
         "warmup": plan.warmup,
@@ -430,12 +433,12 @@ fn text(v: &Value) -> Vec<String> {
             "from device  {:.1} MiB read during the timed batches, {x:.2}x the records' stored bytes",
             b / (1u64 << 20) as f64
         ));
-        let data = v["data_bytes"].as_f64().unwrap_or(f64::INFINITY);
-        if v["cold"] == true && b >= data / 2.0 {
+        let files = v["file_bytes"].as_f64().unwrap_or(f64::INFINITY);
+        if v["cold"] == true && b >= files / 2.0 {
             lines.push(format!(
-                "note         that is {:.0}% of data.zr: readahead brought most of the store in, so later \
-                 batches were warm; a cold measure needs a store far larger than its rounds read",
-                100.0 * b / data
+                "note         that is {:.0}% of the store's files: readahead brought most of the store in, so \
+                 later batches were warm; a cold measure needs a store far larger than its rounds read",
+                100.0 * b / files
             ));
         }
     }
