@@ -886,3 +886,111 @@ fn closed_stdout_ends_quietly() {
     child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
     assert!(status.success() && err.is_empty(), "{status} {err}");
 }
+
+/// A private copy of fixture `name` under target/ (not /tmp, which may be
+/// tmpfs: nothing to evict there, and no O_DIRECT).
+fn disk_copy(name: &str) -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let dir = tmp.path().join(name);
+    copy_store(&fixtures_dir().join(name), &dir);
+    (tmp, dir)
+}
+
+#[test]
+fn bench_cold_reports_rounds_and_the_device_limit() {
+    // A sealed zstd_dict store: every one of its four files is evicted.
+    let (_tmp, dir) = disk_copy("ragged-i32-tokens-zstd_dict");
+    ok(&[&"seal", &dir]);
+    assert!(dir.join("dict.zr").exists() && dir.join("sums.zr").exists());
+    let args = ["bench", "--cold", "--batches", "4", "--batch", "8", "--device-secs", "0.05", "--json"];
+    let v = &json_lines(&ok(&[
+        &args[0], &dir, &args[1], &args[2], &args[3], &args[4], &args[5], &args[6], &args[7], &args[8],
+    ]))[0];
+    assert_eq!(v["cold"], true);
+    assert_eq!(v["rounds"], 3);
+    assert_eq!(v["warmup"], 0, "a cold round starts with no warm-up");
+    assert_eq!(v["backend"], "mmap");
+    assert!(v["records_per_s"].as_f64().unwrap() > 0.0, "{v}");
+    assert!(v["first_batch_ms"].as_f64().unwrap() > 0.0, "{v}");
+    let rounds = v["per_round"].as_array().unwrap();
+    assert_eq!(rounds.len(), 3);
+    for r in rounds {
+        assert!(r["records_per_s"].as_f64().unwrap() > 0.0, "{r}");
+        assert!(r["open_ms"].as_f64().unwrap() > 0.0, "{r}");
+        // Read from the device (where /proc/self/io counts it): the store
+        // was evicted, so each cold round reads its records again.
+        if let Some(read) = r["device_read_bytes"].as_u64() {
+            assert!(read > 0 && r["read_amplification"].as_f64().unwrap() > 0.0, "{r}");
+        }
+    }
+    let median = v["records_per_s"].as_f64().unwrap();
+    let mut each: Vec<f64> = rounds.iter().map(|r| r["records_per_s"].as_f64().unwrap()).collect();
+    each.sort_by(f64::total_cmp);
+    assert_eq!(median, each[1]);
+
+    let d = &v["device_limit"];
+    assert_eq!(d["file"], dir.join("data.zr").display().to_string());
+    let info = &json_lines(&ok(&[&"info", &"--json", &dir]))[0];
+    let (stored, len) = (info["stored_bytes"].as_u64().unwrap(), info["len"].as_u64().unwrap());
+    assert_eq!(d["record_bytes"], stored.div_ceil(len));
+    assert_eq!(d["read_bytes"], 4096);
+    match d["error"].as_str() {
+        None => {
+            let depths: Vec<u64> =
+                d["depths"].as_array().unwrap().iter().map(|r| r["depth"].as_u64().unwrap()).collect();
+            assert_eq!(depths, [1, 2, 4, 8, 16, 32, 64]);
+            let best = d["best"]["reads_per_s"].as_f64().unwrap();
+            assert!(best > 0.0, "{d}");
+            assert!(d["depths"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|r| r["reads_per_s"].as_f64().unwrap() <= best));
+            let pct = v["percent_of_device"].as_f64().unwrap();
+            assert!((pct - 100.0 * median / best).abs() < 1e-6 * pct.max(1.0), "{v}");
+        }
+        Some(e) => {
+            assert!(e.contains("does not support O_DIRECT"), "{e}");
+            assert!(d["best"].is_null() && v["percent_of_device"].is_null(), "{v}");
+        }
+    }
+
+    // Text: each round, then the device.
+    let text =
+        ok(&[&"bench", &dir, &"--cold", &"--rounds", &"2", &"--batches", &"2", &"--device-secs", &"0.02"]);
+    assert!(text.contains("median of 2 rounds") && text.contains("round 2 "), "{text}");
+    assert!(text.contains("O_DIRECT random reads of 4.00 KiB"), "{text}");
+    // --device-secs 0 skips the device; a warm bench has none.
+    let v = &json_lines(&ok(&[
+        &"bench",
+        &dir,
+        &"--cold",
+        &"--rounds",
+        &"1",
+        &"--batches",
+        &"2",
+        &"--device-secs",
+        &"0",
+        &"--json",
+    ]))[0];
+    assert!(v["device_limit"].is_null() && v["percent_of_device"].is_null(), "{v}");
+    let v = &json_lines(&ok(&[&"bench", &dir, &"--batches", &"2", &"--backend", &"pread", &"--json"]))[0];
+    assert_eq!(
+        (v["cold"].as_bool(), v["rounds"].as_u64(), v["warmup"].as_u64()),
+        (Some(false), Some(1), Some(1))
+    );
+    assert_eq!(v["backend"], "pread");
+    assert!(v["device_limit"].is_null() && v["records_per_s"].as_f64().unwrap() > 0.0, "{v}");
+}
+
+#[test]
+fn bench_cold_is_for_local_stores() {
+    // Refused before any connection is tried.
+    let err = fails(&[&"bench", &"http://127.0.0.1:9/stores/s/", &"--cold"]);
+    assert!(err.contains("--cold is for local stores"), "{err}");
+    let err = fails(&[&"bench", &"s3://bucket/s", &"--cold"]);
+    assert!(err.contains("--cold is for local stores"), "{err}");
+    let store = fixtures_dir().join("dense-f32-zstd");
+    let err = fails(&[&"bench", &store, &"--cold", &"--rounds", &"0"]);
+    assert!(err.contains("--rounds must be at least 1"), "{err}");
+}

@@ -5,17 +5,40 @@
 //! time as a training step would, after `--warmup` untimed batches (the
 //! first reads the location pages). Reports records/s, decoded MiB/s, batch
 //! latency percentiles and, for a remote store, the requests and bytes each
-//! batch cost. `--json`: one object with `records_per_s`, `mib_per_s`,
-//! `p50_ms`, `p95_ms`, `p99_ms`, `requests_per_batch`, `bytes_per_batch`
-//! (null for a local store) and the settings.
+//! batch cost. `--rounds N` repeats the same batches N times and reports
+//! each round and the median.
+//!
+//! `--cold` (local stores): before each round the store is closed, its
+//! files are evicted from the page cache (`posix_fadvise(DONTNEED)`, see
+//! [`zrecord::local::cache::evict`]) and it is reopened, with no warm-up:
+//! the round's first batch pays the cold start. Beside the store's numbers
+//! it reports the device's own random-read limit on `data.zr`: `O_DIRECT`
+//! reads of the store's mean stored record (rounded up to 4 KiB) at queue
+//! depths 1 to 64 ([`zrecord::local::cache::device_limit`]), the best of
+//! them, and the store's records/s as a percentage of that best.
+//!
+//! Where the system counts it (`/proc/self/io`), a local store's report
+//! also gives the bytes read from storage during the timed batches and
+//! their ratio to the records' stored bytes (read amplification: readahead
+//! a random read did not need; near 0 when the store was warm).
+//!
+//! `--json`: one object with `records_per_s`, `mib_per_s`, `p50_ms`,
+//! `p95_ms`, `p99_ms`, `mean_ms`, `first_batch_ms`, `open_ms`,
+//! `device_read_bytes`, `read_amplification` (the median over rounds when
+//! there are several; `per_round` holds each),
+//! `requests_per_batch`, `bytes_per_batch` (null for a local store),
+//! `device_limit` and `percent_of_device` (null without `--cold`) and the
+//! settings.
 
 use super::common::{parse_shard, size, CliResult, Ctx, Out};
 use serde_json::{json, Value};
-use std::path::PathBuf;
-use std::time::Instant;
-use zrecord::open::Options;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+use zrecord::local::cache;
+use zrecord::location::Location;
+use zrecord::open::{AnyStore, Options};
 use zrecord::training::sampler::{Mode, Sampler};
-use zrecord::{Batch, Records};
+use zrecord::{Backend, Batch, Records};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -24,13 +47,14 @@ pub struct Args {
     /// Records per batch.
     #[arg(long, default_value_t = 256, value_name = "B")]
     batch: u64,
-    /// Timed batches.
+    /// Timed batches per round.
     #[arg(long, default_value_t = 50, value_name = "N")]
     batches: u64,
-    /// Untimed batches first (the first reads the location table).
-    #[arg(long, default_value_t = 1, value_name = "K")]
-    warmup: u64,
-    /// Seed of the sampler's IID stream.
+    /// Untimed batches first in each round (the first reads the location
+    /// table) [default: 1; 0 with --cold].
+    #[arg(long, value_name = "K")]
+    warmup: Option<u64>,
+    /// Seed of the sampler's IID stream (every round gathers the same batches).
     #[arg(long, default_value_t = 0, value_name = "S")]
     seed: u64,
     /// Read only this consumer's share of each batch (as a training process of WORLD would).
@@ -39,6 +63,20 @@ pub struct Args {
     /// Requests in flight for a remote store [default: 64].
     #[arg(long, value_name = "N")]
     concurrency: Option<usize>,
+    /// How a local store's files are read: mmap or pread [default: mmap].
+    #[arg(long, value_name = "B")]
+    backend: Option<Backend>,
+    /// Local stores: close the store, evict its files from the page cache and
+    /// reopen it before each round (no warm-up), and measure the device's
+    /// own random-read limit on data.zr (O_DIRECT) beside it.
+    #[arg(long)]
+    cold: bool,
+    /// Rounds of --batches each; the median is reported [default: 1; 3 with --cold].
+    #[arg(long, value_name = "N")]
+    rounds: Option<u64>,
+    /// With --cold: seconds of O_DIRECT reads at each queue depth (1 to 64); 0 skips the device limit.
+    #[arg(long, default_value_t = 1.0, value_name = "SECS")]
+    device_secs: f64,
     /// One JSON object instead of text.
     #[arg(long)]
     json: bool,
@@ -53,72 +91,187 @@ fn quantile(sorted: &[f64], q: f64) -> f64 {
     sorted[rank.clamp(1, sorted.len()) - 1]
 }
 
-pub fn run(_ctx: &Ctx, a: Args) -> CliResult {
+/// The median of `v` (the mean of the middle two for an even count).
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
+/// The settings of one run.
+struct Plan<'a> {
+    a: &'a Args,
+    warmup: u64,
+    rounds: u64,
+}
+
+/// What one round measured.
+struct Round {
+    times: Vec<f64>,
+    secs: f64,
+    n_records: u64,
+    n_bytes: u64,
+    open_ms: f64,
+    /// Requests and bytes of a remote store during the timed batches.
+    requests: u64,
+    bytes: u64,
+    /// Bytes the process read from storage during the timed batches.
+    device_read: Option<u64>,
+    /// Bytes the timed batches' records hold on disk, at the mean stored size.
+    stored_read: f64,
+}
+
+impl Round {
+    fn json(&self) -> Value {
+        let mut sorted = self.times.clone();
+        sorted.sort_by(f64::total_cmp);
+        json!({
+            "records_per_s": self.n_records as f64 / self.secs,
+            "mib_per_s": self.n_bytes as f64 / self.secs / (1u64 << 20) as f64,
+            "p50_ms": quantile(&sorted, 0.50),
+            "p95_ms": quantile(&sorted, 0.95),
+            "p99_ms": quantile(&sorted, 0.99),
+            "mean_ms": self.times.iter().sum::<f64>() / self.times.len() as f64,
+            "first_batch_ms": self.times[0],
+            "open_ms": self.open_ms,
+            "device_read_bytes": self.device_read,
+            "read_amplification": self.device_read.map(|b| b as f64 / self.stored_read),
+        })
+    }
+}
+
+pub fn run(ctx: &Ctx, a: Args) -> CliResult {
     if a.batch == 0 || a.batches == 0 {
         return Err("--batch and --batches must be at least 1".into());
     }
-    let opened = Instant::now();
+    let remote_target = match a.store.to_str() {
+        Some(s) => Location::parse(s)?.is_remote(),
+        None => false,
+    };
+    if remote_target && a.cold {
+        return Err(format!(
+            "{}: --cold is for local stores (it evicts a store's files from this machine's page cache)",
+            a.store.display()
+        )
+        .into());
+    }
+    if remote_target && a.backend.is_some() {
+        return Err(format!("{}: --backend is for local stores", a.store.display()).into());
+    }
+    if !(a.device_secs >= 0.0 && a.device_secs <= 3600.0) {
+        return Err("--device-secs must be between 0 and 3600".into());
+    }
+    let plan = Plan {
+        a: &a,
+        warmup: a.warmup.unwrap_or(if a.cold { 0 } else { 1 }),
+        rounds: a.rounds.unwrap_or(if a.cold { 3 } else { 1 }),
+    };
+    if plan.rounds == 0 {
+        return Err("--rounds must be at least 1".into());
+    }
     let mut options = Options::default();
     if let Some(c) = a.concurrency {
         options.remote.concurrency = c.max(1);
     }
-    let store = zrecord::open_with(&a.store, &options)?;
-    let open_ms = opened.elapsed().as_secs_f64() * 1e3;
-    let remote = store.as_remote();
-    let records = store.records();
-    let len = records.len();
-    if len == 0 {
-        return Err(format!("{}: the store is empty", records.name()).into());
+    if let Some(b) = a.backend {
+        options.local.backend = b;
     }
-    let mut sampler = Sampler::new(len, a.batch, Mode::Iid, a.seed)?;
-    if let Some((rank, world)) = a.shard {
-        sampler = sampler.shard(rank, world)?;
-    }
-    let mut indices = Vec::new();
-    let mut batch = Batch::for_store(records.info());
-    for _ in 0..a.warmup {
-        sampler.fill_next(&mut indices);
-        gather(records, &indices, &mut batch)?;
-    }
-    let stats0 = remote.map(|r| r.stats());
-    let mut times = Vec::with_capacity(a.batches as usize);
-    let (mut n_records, mut n_bytes) = (0u64, 0u64);
-    let t0 = Instant::now();
-    for _ in 0..a.batches {
-        sampler.fill_next(&mut indices);
-        let t = Instant::now();
-        gather(records, &indices, &mut batch)?;
-        times.push(t.elapsed().as_secs_f64() * 1e3);
-        n_records += indices.len() as u64;
-        n_bytes += decoded_bytes(&batch);
-    }
-    let secs = t0.elapsed().as_secs_f64();
-    let mut sorted = times.clone();
-    sorted.sort_by(f64::total_cmp);
-    let per_batch = |d: u64| d as f64 / a.batches as f64;
-    let (requests, bytes, stats) = match (remote, stats0) {
-        (Some(r), Some(s0)) => {
-            let s = r.stats();
-            (Some(per_batch(s.requests - s0.requests)), Some(per_batch(s.bytes - s0.bytes)), Some(s))
-        }
-        _ => (None, None, None),
+    let open = || -> CliResult<(AnyStore, f64)> {
+        let opened = Instant::now();
+        let store = zrecord::open_with(&a.store, &options)?;
+        Ok((store, opened.elapsed().as_secs_f64() * 1e3))
     };
+    let (mut store, mut open_ms) = open()?;
+    let len = store.records().len();
+    if len == 0 {
+        return Err(format!("{}: the store is empty", store.records().name()).into());
+    }
+    // Checked here, before any round: a bad --shard fails at once.
+    let sampler = Sampler::new(len, a.batch, Mode::Iid, a.seed)?;
+    if let Some((rank, world)) = a.shard {
+        sampler.shard(rank, world)?;
+    }
+    let dir = store.as_local().map(|s| s.path().to_path_buf());
+    let bar = ctx.bar(plan.rounds * a.batches * a.batch, "bench");
+    let mut rounds = Vec::with_capacity(plan.rounds as usize);
+    for r in 0..plan.rounds {
+        if a.cold {
+            let dir = dir.as_deref().expect("--cold is refused for remote stores");
+            bar.set_message("evicting");
+            // Every mapping closed first: mapped pages are never dropped.
+            drop(store);
+            // Twice: readahead the last batch started may still be landing
+            // at the first pass, and pages under I/O are not dropped.
+            cache::evict(dir)?;
+            std::thread::sleep(Duration::from_millis(50));
+            cache::evict(dir)?;
+            (store, open_ms) = open()?;
+        }
+        bar.set_message(format!("round {}/{}", r + 1, plan.rounds));
+        let mut round = one_round(&plan, store.records(), store.as_remote(), &bar)?;
+        round.open_ms = open_ms;
+        rounds.push(round);
+    }
+    bar.finish_and_clear();
+    let records = store.records();
+    let remote = store.as_remote();
+
+    let device = match (&dir, a.cold && a.device_secs > 0.0) {
+        (Some(dir), true) => Some(device_json(ctx, &dir.join("data.zr"), records, a.device_secs)),
+        _ => None,
+    };
+    let per_round: Vec<Value> = rounds.iter().map(Round::json).collect();
+    let med = |k: &str| median(per_round.iter().map(|v| v[k].as_f64().unwrap_or(f64::NAN)).collect());
+    let med_opt = |k: &str| -> Option<f64> {
+        let v: Option<Vec<f64>> = per_round.iter().map(|v| v[k].as_f64()).collect();
+        v.map(median)
+    };
+    let records_per_s = med("records_per_s");
+    let percent_of_device = device
+        .as_ref()
+        .and_then(|d| d["best"]["reads_per_s"].as_f64())
+        .map(|best| 100.0 * records_per_s / best);
+    let total_batches = (plan.rounds * a.batches) as f64;
+    let (requests, bytes) = match remote {
+        Some(_) => (
+            Some(rounds.iter().map(|r| r.requests).sum::<u64>() as f64 / total_batches),
+            Some(rounds.iter().map(|r| r.bytes).sum::<u64>() as f64 / total_batches),
+        ),
+        None => (None, None),
+    };
+    let stats = remote.map(|r| r.stats());
     let v = json!({
         "store": records.name(),
         "remote": remote.is_some(),
+        "backend": store.as_local().map(|s| format!("{:?}", s.backend()).to_lowercase()),
         "len": len,
+        "file_bytes": store.as_local().map(|s| {
+            let z = s.info().sizes;
+            z.meta + z.data + z.dict.unwrap_or(0)
+        }),
         "batch": a.batch,
         "batches": a.batches,
-        "warmup": a.warmup,
+        "warmup": plan.warmup,
         "seed": a.seed,
         "shard": a.shard.map(|(r, w)| format!("{r}/{w}")),
-        "open_ms": open_ms,
-        "records_per_s": n_records as f64 / secs,
-        "mib_per_s": n_bytes as f64 / secs / (1u64 << 20) as f64,
-        "p50_ms": quantile(&sorted, 0.50),
-        "p95_ms": quantile(&sorted, 0.95),
-        "p99_ms": quantile(&sorted, 0.99),
-        "mean_ms": times.iter().sum::<f64>() / times.len() as f64,
+        "cold": a.cold,
+        "rounds": plan.rounds,
+        "open_ms": med("open_ms"),
+        "records_per_s": records_per_s,
+        "mib_per_s": med("mib_per_s"),
+        "p50_ms": med("p50_ms"),
+        "p95_ms": med("p95_ms"),
+        "p99_ms": med("p99_ms"),
+        "mean_ms": med("mean_ms"),
+        "first_batch_ms": med("first_batch_ms"),
+        "device_read_bytes": med_opt("device_read_bytes"),
+        "read_amplification": med_opt("read_amplification"),
+        "per_round": per_round,
+        "device_limit": device,
+        "percent_of_device": percent_of_device,
         "requests_per_batch": requests,
         "bytes_per_batch": bytes,
         "concurrency": remote.map(|r| r.as_async().options().concurrency),
@@ -137,6 +290,98 @@ pub fn run(_ctx: &Ctx, a: Args) -> CliResult {
     out.flush()
 }
 
+/// One round: a fresh sampler (the same batches every round), the warm-up,
+/// then the timed batches.
+fn one_round(
+    plan: &Plan<'_>,
+    records: &dyn Records,
+    remote: Option<&zrecord::remote::BlockingStore>,
+    bar: &indicatif::ProgressBar,
+) -> CliResult<Round> {
+    let a = plan.a;
+    let mut sampler = Sampler::new(records.len(), a.batch, Mode::Iid, a.seed)?;
+    if let Some((rank, world)) = a.shard {
+        sampler = sampler.shard(rank, world)?;
+    }
+    let mut indices = Vec::new();
+    let mut batch = Batch::for_store(records.info());
+    for _ in 0..plan.warmup {
+        sampler.fill_next(&mut indices);
+        gather(records, &indices, &mut batch)?;
+    }
+    let stats0 = remote.map(|r| r.stats());
+    let read0 = cache::process_read_bytes();
+    let mut times = Vec::with_capacity(a.batches as usize);
+    let (mut n_records, mut n_bytes) = (0u64, 0u64);
+    let t0 = Instant::now();
+    for _ in 0..a.batches {
+        sampler.fill_next(&mut indices);
+        let t = Instant::now();
+        gather(records, &indices, &mut batch)?;
+        times.push(t.elapsed().as_secs_f64() * 1e3);
+        n_records += indices.len() as u64;
+        n_bytes += decoded_bytes(&batch);
+        bar.inc(a.batch);
+    }
+    let secs = t0.elapsed().as_secs_f64();
+    let device_read = match (read0, cache::process_read_bytes()) {
+        (Some(r0), Some(r1)) if remote.is_none() => Some(r1 - r0),
+        _ => None,
+    };
+    let stored_read = n_records as f64 * records.stored_bytes() as f64 / records.len() as f64;
+    let (requests, bytes) = match (remote, stats0) {
+        (Some(r), Some(s0)) => {
+            let s = r.stats();
+            (s.requests - s0.requests, s.bytes - s0.bytes)
+        }
+        _ => (0, 0),
+    };
+    Ok(Round { times, secs, n_records, n_bytes, open_ms: 0.0, requests, bytes, device_read, stored_read })
+}
+
+/// The device's random-read limit on `data` (O_DIRECT reads of the store's
+/// mean stored record, queue depths 1 to 64) as JSON; a failure (a file
+/// system without O_DIRECT) becomes its `error`, not the command's.
+fn device_json(ctx: &Ctx, data: &Path, records: &dyn Records, secs: f64) -> Value {
+    let record_bytes = records.stored_bytes().div_ceil(records.len().max(1)) as usize;
+    let read_bytes = cache::direct_read_bytes(record_bytes);
+    let spin = ctx.spinner("device limit");
+    let mut depths = Vec::new();
+    let mut error = None;
+    for depth in cache::DEPTHS {
+        spin.set_message(format!(
+            "device limit: O_DIRECT reads of {} on data.zr, queue depth {depth}",
+            size(read_bytes as u64)
+        ));
+        match cache::device_limit(data, record_bytes, &[depth], Duration::from_secs_f64(secs)) {
+            Ok(rates) => depths.extend(rates),
+            Err(e) => {
+                error = Some(e.to_string());
+                break;
+            }
+        }
+    }
+    spin.finish_and_clear();
+    let rate = |r: &cache::DeviceRate| {
+        json!({
+            "depth": r.depth,
+            "reads_per_s": r.reads_per_s,
+            "bytes_per_s": r.bytes_per_s,
+            "mib_per_s": r.bytes_per_s / (1u64 << 20) as f64,
+        })
+    };
+    let best = depths.iter().max_by(|x, y| x.reads_per_s.total_cmp(&y.reads_per_s));
+    json!({
+        "file": data.display().to_string(),
+        "record_bytes": record_bytes,
+        "read_bytes": read_bytes,
+        "secs_per_depth": secs,
+        "depths": depths.iter().map(rate).collect::<Vec<_>>(),
+        "best": if error.is_none() { best.map(rate) } else { None },
+        "error": error,
+    })
+}
+
 fn gather(store: &dyn Records, indices: &[u64], batch: &mut Batch) -> zrecord::Result<()> {
     match batch {
         Batch::Dense(b) => store.gather_dense_batch(indices, b),
@@ -153,27 +398,70 @@ fn decoded_bytes(batch: &Batch) -> u64 {
 
 fn text(v: &Value) -> Vec<String> {
     let f = |k: &str| v[k].as_f64().unwrap_or(f64::NAN);
+    let rounds = v["rounds"].as_u64().unwrap_or(1);
+    let med = if rounds > 1 { format!(" (median of {rounds} rounds)") } else { String::new() };
     let mut lines = vec![
         format!("store        {}", v["store"].as_str().unwrap_or_default()),
         format!(
-            "batches      {} of {} records, IID (seed {}){}, after {} warm-up",
+            "batches      {} of {} records, IID (seed {}){}, after {} warm-up{}",
             v["batches"],
             v["batch"],
             v["seed"],
             v["shard"].as_str().map(|s| format!(", shard {s}")).unwrap_or_default(),
-            v["warmup"]
+            v["warmup"],
+            match (v["cold"] == true, rounds) {
+                (true, 1) => "; cold (closed, evicted, reopened)".to_string(),
+                (true, _) => format!("; {rounds} rounds, each cold (closed, evicted, reopened)"),
+                (false, 1) => String::new(),
+                (false, _) => format!("; {rounds} rounds"),
+            }
         ),
-        format!("records/s    {:.0}", f("records_per_s")),
+        format!("records/s    {:.0}{med}", f("records_per_s")),
         format!("MiB/s        {:.1} (decoded)", f("mib_per_s")),
         format!(
-            "batch ms     p50 {:.2}  p95 {:.2}  p99 {:.2}  mean {:.2}",
+            "batch ms     p50 {:.2}  p95 {:.2}  p99 {:.2}  mean {:.2}  first {:.2}",
             f("p50_ms"),
             f("p95_ms"),
             f("p99_ms"),
-            f("mean_ms")
+            f("mean_ms"),
+            f("first_batch_ms")
         ),
         format!("open ms      {:.1}", f("open_ms")),
     ];
+    if let (Some(b), Some(x)) = (v["device_read_bytes"].as_f64(), v["read_amplification"].as_f64()) {
+        lines.push(format!(
+            "from device  {:.1} MiB read during the timed batches, {x:.2}x the records' stored bytes",
+            b / (1u64 << 20) as f64
+        ));
+        let files = v["file_bytes"].as_f64().unwrap_or(f64::INFINITY);
+        if v["cold"] == true && b >= files / 2.0 {
+            lines.push(format!(
+                "note         that is {:.0}% of the store's files: readahead brought most of the store in, so \
+                 later batches were warm; a cold measure needs a store far larger than its rounds read",
+                100.0 * b / files
+            ));
+        }
+    }
+    if rounds > 1 {
+        for (i, r) in v["per_round"].as_array().into_iter().flatten().enumerate() {
+            let g = |k: &str| r[k].as_f64().unwrap_or(f64::NAN);
+            // Only a cold round opens the store again.
+            let open =
+                if v["cold"] == true { format!(", open {:.1} ms", g("open_ms")) } else { String::new() };
+            let amp = r["read_amplification"]
+                .as_f64()
+                .map(|x| format!(", read {x:.2}x from device"))
+                .unwrap_or_default();
+            lines.push(format!(
+                "round {:<6} {:.0} records/s, {:.1} MiB/s, batch ms p50 {:.2} first {:.2}{open}{amp}",
+                i + 1,
+                g("records_per_s"),
+                g("mib_per_s"),
+                g("p50_ms"),
+                g("first_batch_ms"),
+            ));
+        }
+    }
     if v["remote"] == true {
         lines.push(format!(
             "per batch    {:.1} requests, {} read ({} in flight, gaps up to {} merged, latency {:.1} ms)",
@@ -185,6 +473,39 @@ fn text(v: &Value) -> Vec<String> {
         ));
         if v["retries"].as_u64().unwrap_or(0) > 0 {
             lines.push(format!("retries      {}", v["retries"]));
+        }
+    }
+    let d = &v["device_limit"];
+    if d.is_object() {
+        lines.push(format!(
+            "device       O_DIRECT random reads of {} (mean stored record {}) on {}, {} s per depth",
+            size(d["read_bytes"].as_u64().unwrap_or(0)),
+            size(d["record_bytes"].as_u64().unwrap_or(0)),
+            d["file"].as_str().unwrap_or_default(),
+            d["secs_per_depth"]
+        ));
+        for r in d["depths"].as_array().into_iter().flatten() {
+            lines.push(format!(
+                "  depth {:<4} {:.0} reads/s, {:.1} MiB/s",
+                r["depth"].as_u64().unwrap_or(0),
+                r["reads_per_s"].as_f64().unwrap_or(f64::NAN),
+                r["mib_per_s"].as_f64().unwrap_or(f64::NAN)
+            ));
+        }
+        if let Some(e) = d["error"].as_str() {
+            lines.push(format!("  no device limit: {e}"));
+        }
+        if d["best"].is_object() {
+            lines.push(format!(
+                "  best       {:.0} reads/s at depth {} ({:.1} MiB/s)",
+                d["best"]["reads_per_s"].as_f64().unwrap_or(f64::NAN),
+                d["best"]["depth"],
+                d["best"]["mib_per_s"].as_f64().unwrap_or(f64::NAN)
+            ));
+            lines.push(format!(
+                "vs device    records/s are {:.1}% of the device's best reads/s",
+                f("percent_of_device")
+            ));
         }
     }
     lines

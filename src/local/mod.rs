@@ -1,7 +1,9 @@
 //! Stores on the local file system: the native reader (mmap or pread, across
 //! all cores), the writer, sealing, and the thread pool and system calls they
-//! share. The remote driver's twin is [`crate::remote`].
+//! share; measuring cold reads (`cache`: page-cache eviction, the device's
+//! own limit). The remote driver's twin is [`crate::remote`].
 
+pub mod cache;
 pub mod reader;
 pub mod seal;
 pub mod sys;
