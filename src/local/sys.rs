@@ -73,9 +73,23 @@ cfg_if::cfg_if! {
             let _ = (file, offset, len);
         }
 
+        /// Tell the OS `file` is read at random (`POSIX_FADV_RANDOM`): a read
+        /// that misses the page cache reads what it asked for, no window
+        /// around it. Best effort.
+        pub fn advise_random(file: &File) {
+            #[cfg(target_os = "linux")]
+            {
+                let _ = rustix::fs::fadvise(file, 0, None, rustix::fs::Advice::Random);
+            }
+            #[cfg(not(target_os = "linux"))]
+            let _ = file;
+        }
+
         /// Whether the byte of `file` at `offset` is in the page cache: a
         /// one-byte read that refuses to wait for I/O (`RWF_NOWAIT`).
-        /// `None` when the kernel or file system cannot say.
+        /// `None` when the kernel or file system cannot say. A miss still
+        /// starts reading the page (Linux 6.18), and a readahead window with
+        /// it unless the file is read at random ([`advise_random`]).
         pub fn is_resident(file: &File, offset: u64) -> Option<bool> {
             #[cfg(target_os = "linux")]
             {
@@ -130,6 +144,9 @@ cfg_if::cfg_if! {
 
         /// No read-ahead hint here.
         pub fn will_need(_file: &File, _offset: u64, _len: u64) {}
+
+        /// No access-pattern hint here.
+        pub fn advise_random(_file: &File) {}
 
         /// No residency probe here.
         pub fn is_resident(_file: &File, _offset: u64) -> Option<bool> {

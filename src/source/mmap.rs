@@ -33,7 +33,16 @@ impl MmapSource {
         // the mapped bytes while the map lives.
         #[allow(unsafe_code)]
         let map = unsafe { memmap2::Mmap::map(file)? };
+
         Ok(MmapSource { map: Some(map), file: owned })
+    }
+
+    /// Tell the OS the map is read at random: a page fault then reads no
+    /// window around its page (best effort).
+    pub fn advise_random(&self) {
+        if let Some(map) = &self.map {
+            let _ = map.advise(memmap2::Advice::Random);
+        }
     }
 
     fn bytes(&self) -> &[u8] {
