@@ -136,3 +136,32 @@ fn bucket_retries_are_bounded() {
     assert_eq!(server.requests(), 3, "one attempt and two retries");
     assert!(t0.elapsed() < Duration::from_secs(5));
 }
+
+/// `zrecord get URL i j k...` gathers its indices at once: their reads are in
+/// flight together (one at a time, 16 indices would cost 16 round trips and
+/// never have two requests waiting), and each record is the local one.
+#[test]
+fn cli_get_gathers_its_indices_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let local = store(dir.path(), 20_000, 512);
+    let server = LatencyServer::start(dir.path(), DELAY);
+    let indices: Vec<u64> = (0..16).map(|k| k * 1250 + 7).collect();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_zrecord"))
+        .arg("get")
+        .arg(server.url("s/"))
+        .args(indices.iter().map(u64::to_string))
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let lines: Vec<serde_json::Value> =
+        String::from_utf8(out.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.len(), indices.len());
+    for (line, &i) in lines.iter().zip(&indices) {
+        assert_eq!(line["i"], i);
+        let values: Vec<u8> =
+            line["values"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap() as u8).collect();
+        assert_eq!(values, local.gather(&[i]).unwrap().bytes(), "record {i}");
+    }
+    assert!(server.peak_in_flight() >= 8, "at most {} requests in flight at once", server.peak_in_flight());
+}

@@ -1,0 +1,91 @@
+"""Cold reads from Python, zrecord against loaderx 2.0.1 on the same store
+and the same batches: before each round every system's store is closed, its
+files are evicted from the page cache (``posix_fadvise(DONTNEED)``, no root
+needed) and it is reopened, so each round starts cold.
+
+    python benches/python/cold.py STORE [--batches 20] [--batch 256] [--rounds 3]
+
+Needs both packages in one interpreter (``scripts/test`` leaves them in the
+package venv). Prints records/s per round for each system, the medians and
+their ratio. Stores larger than what a round reads give the honest number:
+a round of B batches of 256 records should touch a small part of the store.
+"""
+
+import argparse
+import os
+import statistics
+import time
+
+import numpy as np
+
+
+def evict(store):
+    for name in os.listdir(store):
+        fd = os.open(os.path.join(store, name), os.O_RDONLY)
+        try:
+            os.fdatasync(fd)
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+
+
+def kind(store):
+    import zrecord
+
+    try:
+        with zrecord.Dense.open(store):
+            return "dense"
+    except zrecord.ZrecordError:
+        return "ragged"
+
+
+def opener(system, dense):
+    if system == "zrecord":
+        import zrecord as m
+    else:
+        import loaderx.zrecord as m
+    return m.Dense.open if dense else m.Ragged.open
+
+
+def round_of(open_store, store, batches):
+    evict(store)
+    time.sleep(0.05)
+    evict(store)  # pages a closed map's readahead was still bringing in
+    ds = open_store(store)
+    t0 = time.perf_counter()
+    for b in batches:
+        out = ds[b]
+        del out
+    dt = time.perf_counter() - t0
+    ds.close()
+    return len(batches) * len(batches[0]) / dt
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("store")
+    ap.add_argument("--batches", type=int, default=20)
+    ap.add_argument("--batch", type=int, default=256)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--seed", type=int, default=0)
+    a = ap.parse_args()
+    dense = kind(a.store) == "dense"
+    import zrecord
+
+    with zrecord.Dense.open(a.store) if dense else zrecord.Ragged.open(a.store) as ds:
+        n = len(ds)
+    rng = np.random.default_rng(a.seed)
+    batches = [rng.integers(0, n, a.batch) for _ in range(a.batches)]
+    results = {"zrecord": [], "loaderx": []}
+    for _ in range(a.rounds):  # interleaved, so both see the same machine
+        for system in results:
+            results[system].append(round_of(opener(system, dense), a.store, batches))
+    for system, rs in results.items():
+        print(f"{system:8s} records/s per round {', '.join(f'{r:,.0f}' for r in rs)}; "
+              f"median {statistics.median(rs):,.0f}")
+    ratio = statistics.median(results["zrecord"]) / statistics.median(results["loaderx"])
+    print(f"zrecord / loaderx: {ratio:.2f}x ({n:,} records, {a.batches} batches of {a.batch}, cold)")
+
+
+if __name__ == "__main__":
+    main()
