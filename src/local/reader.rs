@@ -21,7 +21,7 @@ use std::fs::{File, TryLockError};
 use std::io;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 /// How a store's files are read.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -116,6 +116,8 @@ pub struct Store {
     cold_data: Option<PreadSource>,
     /// Gathers left that skip the residency probe and read cold.
     cold_left: AtomicU32,
+    /// Gathers that read cold so far.
+    cold_gathers: AtomicU64,
     _lock: Option<File>,
 }
 
@@ -295,6 +297,7 @@ impl Store {
             backend,
             cold_data: None,
             cold_left: AtomicU32::new(0),
+            cold_gathers: AtomicU64::new(0),
             _lock: None,
         })
     }
@@ -364,6 +367,12 @@ impl Store {
         self.backend
     }
 
+    /// Gathers so far that found their records out of memory and read them
+    /// cold (see `docs/ARCHITECTURE.md`, "How a gather runs").
+    pub fn cold_gathers(&self) -> u64 {
+        self.cold_gathers.load(Ordering::Relaxed)
+    }
+
     /// The store directory.
     pub fn path(&self) -> &Path {
         &self.dir
@@ -409,6 +418,7 @@ impl Store {
         if !self.is_cold(plan) {
             return warm;
         }
+        self.cold_gathers.fetch_add(1, Ordering::Relaxed);
         self.read_ahead(&warm, plan);
         let src: &dyn ByteSource = match &self.cold_data {
             Some(pread) => pread,
@@ -444,6 +454,9 @@ impl Store {
             }
         }
         let tail = self.info().header.tail_offset;
+        // Records that follow each other on disk (a scan) are asked for in
+        // one call.
+        let mut run = 0..0u64;
         for &i in plan.indices() {
             let loc = match mem.table {
                 Some(t) => RecordLoc::from_table(t, i as usize),
@@ -453,9 +466,16 @@ impl Store {
                 },
             };
             // Not validated yet: never ask past the published bytes.
-            let len = u64::from(loc.phys_length).min(tail.saturating_sub(loc.offset));
-            self.data.will_need(loc.offset, len);
+            let end =
+                loc.offset.saturating_add(u64::from(loc.phys_length)).min(tail).max(loc.offset.min(tail));
+            if loc.offset == run.end {
+                run.end = end;
+                continue;
+            }
+            self.data.will_need(run.start, run.end - run.start);
+            run = loc.offset.min(tail)..end;
         }
+        self.data.will_need(run.start, run.end - run.start);
     }
 
     fn io_err(&self, file: StoreFile, e: io::Error) -> Error {

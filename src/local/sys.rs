@@ -66,7 +66,8 @@ cfg_if::cfg_if! {
         /// 61,072/s).
         pub fn will_need(file: &File, offset: u64, len: u64) {
             #[cfg(target_os = "linux")]
-            {
+            if len > 0 {
+                // (A length of 0 would mean "to the end of the file".)
                 let _ = rustix::fs::fadvise(file, offset, std::num::NonZeroU64::new(len), rustix::fs::Advice::WillNeed);
             }
             #[cfg(not(target_os = "linux"))]
@@ -85,27 +86,26 @@ cfg_if::cfg_if! {
             let _ = file;
         }
 
-        /// Whether the byte of `file` at `offset` is in the page cache: a
-        /// one-byte read that refuses to wait for I/O (`RWF_NOWAIT`).
-        /// `None` when the kernel or file system cannot say. A miss still
-        /// starts reading the page (Linux 6.18), and a readahead window with
-        /// it unless the file is read at random ([`advise_random`]).
-        pub fn is_resident(file: &File, offset: u64) -> Option<bool> {
-            #[cfg(target_os = "linux")]
-            {
-                let mut one = [0u8; 1];
-                let mut bufs = [io::IoSliceMut::new(&mut one)];
-                match rustix::io::preadv2(file, &mut bufs, offset, rustix::io::ReadWriteFlags::NOWAIT) {
-                    Ok(_) => Some(true),
-                    Err(rustix::io::Errno::AGAIN) => Some(false),
-                    Err(_) => None,
-                }
-            }
-            #[cfg(not(target_os = "linux"))]
-            {
-                let _ = (file, offset);
-                None
-            }
+        /// Whether the first page of `mapped` (memory of a file mapping,
+        /// starting on a page boundary) is in memory: `mincore`, which asks
+        /// the page cache and reads nothing. `None` when it fails.
+        #[allow(unsafe_code)]
+        pub fn is_resident(mapped: &[u8]) -> Option<bool> {
+            let mut present = 0u8;
+            // SAFETY: `mapped` is live memory starting on a page boundary;
+            // mincore reads none of it and writes one byte per page of the
+            // range (one page: its first byte) into `present`.
+            let rc = unsafe { libc::mincore(mapped.as_ptr() as *mut libc::c_void, 1, &mut present) };
+            (rc == 0).then_some(present & 1 == 1)
+        }
+
+        /// The system's page size, asked once.
+        pub fn page_size() -> usize {
+            static SIZE: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+            // SAFETY: sysconf reads a constant of the system.
+            #[allow(unsafe_code)]
+            let size = || usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096);
+            *SIZE.get_or_init(|| size().max(1))
         }
     } else {
         use std::io::{Read as _, Seek as _, Write as _};
@@ -149,8 +149,13 @@ cfg_if::cfg_if! {
         pub fn advise_random(_file: &File) {}
 
         /// No residency probe here.
-        pub fn is_resident(_file: &File, _offset: u64) -> Option<bool> {
+        pub fn is_resident(_mapped: &[u8]) -> Option<bool> {
             None
+        }
+
+        /// A common page size (nothing here needs the real one).
+        pub fn page_size() -> usize {
+            4096
         }
     }
 }

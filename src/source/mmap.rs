@@ -68,7 +68,15 @@ impl ByteSource for MmapSource {
     fn will_need(&self, offset: u64, len: u64) {
         crate::local::sys::will_need(&self.file, offset, len);
     }
+    /// `mincore` on the page of the map holding `offset`: it asks the page
+    /// cache and reads nothing. (A one-byte `RWF_NOWAIT` read, tried first,
+    /// starts reading a missing page itself, and from a fast device may
+    /// return it before the call ends, so it cannot tell.)
     fn is_resident(&self, offset: u64) -> Option<bool> {
-        crate::local::sys::is_resident(&self.file, offset)
+        let bytes = self.bytes();
+        let offset = usize::try_from(offset).ok().filter(|&o| o < bytes.len())?;
+        // The map starts on a page boundary, so this slice does too.
+        let start = offset - offset % crate::local::sys::page_size();
+        crate::local::sys::is_resident(&bytes[start..=offset])
     }
 }

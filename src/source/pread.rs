@@ -34,7 +34,4 @@ impl ByteSource for PreadSource {
     fn will_need(&self, offset: u64, len: u64) {
         crate::local::sys::will_need(&self.file, offset, len);
     }
-    fn is_resident(&self, offset: u64) -> Option<bool> {
-        crate::local::sys::is_resident(&self.file, offset)
-    }
 }

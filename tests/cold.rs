@@ -1,0 +1,111 @@
+//! Gathers of stores whose pages are not in memory: the local reader then
+//! asks the OS for the whole batch and reads it with pread (src/local/reader.rs,
+//! `Store::access`). The cold path reads exactly what the warm one reads,
+//! checked gathers included, and a hostile location is an error there too.
+//!
+//! Stores live under cargo's target dir, not /tmp (which may be tmpfs,
+//! whose pages cannot be evicted); each test checks that its gathers really
+//! read from the device, so it cannot pass on the warm path alone.
+
+mod common;
+
+use common::{patch, Rng};
+use std::path::{Path, PathBuf};
+use zrecord::format::{Verify, LOC_SIZE, PAGE_SIZE};
+use zrecord::local::cache;
+use zrecord::{Backend, Codec, CreateOptions, OpenOptions, Records, Store, Writer};
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cold").join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.parent().unwrap()).unwrap();
+    dir
+}
+
+/// 3,000 records of 1-8 KiB (Ragged) or 4 KiB (Dense), half random bytes.
+fn write(dir: &Path, ragged: bool, codec: Codec) {
+    let mut rng = Rng(11);
+    let mut record = |i: usize, n: usize| {
+        (0..n).map(|j| if j % 2 == 0 { rng.next() as u8 } else { (i + j) as u8 }).collect()
+    };
+    if ragged {
+        let mut w = Writer::create_ragged(dir, "|u1", CreateOptions::codec(codec)).unwrap();
+        let recs: Vec<(Vec<u64>, Vec<u8>)> = (0..3000)
+            .map(|i| {
+                let n = 1024 * (1 + i % 8);
+                (vec![n as u64], record(i, n))
+            })
+            .collect();
+        let refs: Vec<_> = recs.iter().map(|(s, b)| (s.as_slice(), b.as_slice())).collect();
+        w.append_ragged(&refs).unwrap();
+        w.close().unwrap();
+    } else {
+        let mut w = Writer::create_dense(dir, "|u1", &[4096], CreateOptions::codec(codec)).unwrap();
+        let rows: Vec<u8> = (0..3000).flat_map(|i| record(i, 4096)).collect::<Vec<u8>>();
+        w.append(&rows).unwrap();
+        w.close().unwrap();
+    }
+}
+
+fn indices() -> Vec<u64> {
+    let mut rng = Rng(5);
+    (0..300).map(|_| rng.below(3000) as u64).collect()
+}
+
+#[test]
+fn cold_gathers_read_what_warm_ones_read() {
+    for (ragged, codec) in
+        [(false, Codec::Raw), (false, Codec::Zstd), (true, Codec::Raw), (true, Codec::Zstd)]
+    {
+        let dir = scratch(&format!("{}-{}", if ragged { "ragged" } else { "dense" }, codec.name()));
+        write(&dir, ragged, codec);
+        let idx = indices();
+        let want = Store::open(&dir).unwrap().gather_any(&idx).unwrap();
+        // The default backend: pread has no map to ask (each read waits
+        // for its own I/O, as before).
+        let backend = Backend::Mmap;
+        {
+            for verify in [Verify::Off, Verify::Always] {
+                cache::evict(&dir).unwrap();
+                let before = cache::process_read_bytes();
+                let store =
+                    Store::open_with(&dir, OpenOptions { backend, verify, ..Default::default() }).unwrap();
+                let got = store.gather_any(&idx).unwrap();
+                let what = format!("{}: {backend:?}, {verify:?}", dir.display());
+                assert_eq!(got.len(), want.len(), "{what}");
+                for (k, i) in idx.iter().enumerate() {
+                    assert_eq!(got.record(k), want.record(k), "{what}: record {k} (index {i})");
+                }
+                // The gather read its records from the device, cold.
+                if let (Some(a), Some(b)) = (before, cache::process_read_bytes()) {
+                    assert!(b - a >= 300 * 1024, "{what}: only {} bytes read from the device", b - a);
+                }
+                assert_eq!(store.cold_gathers(), 1, "{what}");
+                // Now in memory, but the next gathers read cold without
+                // probing for a while; then a probe finds them warm.
+                for _ in 0..12 {
+                    store.gather_any(&idx).unwrap();
+                }
+                let cold = store.cold_gathers();
+                store.gather_any(&idx).unwrap();
+                assert_eq!(store.cold_gathers(), cold, "{what}: warm records read cold");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_hostile_location_in_a_cold_gather_is_an_error() {
+    let dir = scratch("hostile");
+    write(&dir, true, Codec::Zstd);
+    // Record 7 claims bytes far past data.zr, record 9 a length that wraps.
+    let entry = |i: u64| PAGE_SIZE + i * LOC_SIZE;
+    patch(&dir.join("meta.zr"), entry(7), &(u64::MAX - 16).to_le_bytes());
+    patch(&dir.join("meta.zr"), entry(9) + 8, &u32::MAX.to_le_bytes());
+    for (i, backend) in [(7, Backend::Mmap), (9, Backend::Mmap), (7, Backend::Pread), (9, Backend::Pread)] {
+        cache::evict(&dir).unwrap();
+        let store = Store::open_with(&dir, OpenOptions { backend, ..Default::default() }).unwrap();
+        let err = store.gather_ragged(&[1, 2, i, 3]).expect_err("a hostile location read back");
+        assert!(err.to_string().contains(&format!("record {i}")), "{backend:?}: {err}");
+    }
+}
