@@ -64,32 +64,30 @@ fn cold_gathers_read_what_warm_ones_read() {
         // The default backend: pread has no map to ask (each read waits
         // for its own I/O, as before).
         let backend = Backend::Mmap;
-        {
-            for verify in [Verify::Off, Verify::Always] {
-                cache::evict(&dir).unwrap();
-                let before = cache::process_read_bytes();
-                let store =
-                    Store::open_with(&dir, OpenOptions { backend, verify, ..Default::default() }).unwrap();
-                let got = store.gather_any(&idx).unwrap();
-                let what = format!("{}: {backend:?}, {verify:?}", dir.display());
-                assert_eq!(got.len(), want.len(), "{what}");
-                for (k, i) in idx.iter().enumerate() {
-                    assert_eq!(got.record(k), want.record(k), "{what}: record {k} (index {i})");
-                }
-                // The gather read its records from the device, cold.
-                if let (Some(a), Some(b)) = (before, cache::process_read_bytes()) {
-                    assert!(b - a >= 300 * 1024, "{what}: only {} bytes read from the device", b - a);
-                }
-                assert_eq!(store.cold_gathers(), 1, "{what}");
-                // Now in memory, but the next gathers read cold without
-                // probing for a while; then a probe finds them warm.
-                for _ in 0..12 {
-                    store.gather_any(&idx).unwrap();
-                }
-                let cold = store.cold_gathers();
-                store.gather_any(&idx).unwrap();
-                assert_eq!(store.cold_gathers(), cold, "{what}: warm records read cold");
+        for verify in [Verify::Off, Verify::Always] {
+            cache::evict(&dir).unwrap();
+            let before = cache::process_read_bytes();
+            let store =
+                Store::open_with(&dir, OpenOptions { backend, verify, ..Default::default() }).unwrap();
+            let got = store.gather_any(&idx).unwrap();
+            let what = format!("{}: {backend:?}, {verify:?}", dir.display());
+            assert_eq!(got.len(), want.len(), "{what}");
+            for (k, i) in idx.iter().enumerate() {
+                assert_eq!(got.record(k), want.record(k), "{what}: record {k} (index {i})");
             }
+            // The gather read its records from the device, cold.
+            if let (Some(a), Some(b)) = (before, cache::process_read_bytes()) {
+                assert!(b - a >= 300 * 1024, "{what}: only {} bytes read from the device", b - a);
+            }
+            assert_eq!(store.cold_gathers(), 1, "{what}");
+            // Now in memory, but the next gathers read cold without
+            // probing for a while; then a probe finds them warm.
+            for _ in 0..12 {
+                store.gather_any(&idx).unwrap();
+            }
+            let cold = store.cold_gathers();
+            store.gather_any(&idx).unwrap();
+            assert_eq!(store.cold_gathers(), cold, "{what}: warm records read cold");
         }
     }
 }
