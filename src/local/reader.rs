@@ -448,7 +448,10 @@ impl Store {
     /// Ask the OS for every location entry of `plan` (unless the table is
     /// owned), then for every record's stored bytes, without waiting.
     fn read_ahead(&self, mem: &InMemory<'_>, plan: &GatherPlan<'_>) {
-        if self.table.is_none() {
+        // A location table in memory (its first entry of the batch is)
+        // costs no system call per record.
+        let first = RecordLoc::position(plan.indices()[0]);
+        if self.table.is_none() && self.meta.is_resident(first) != Some(true) {
             for &i in plan.indices() {
                 self.meta.will_need(RecordLoc::position(i), LOC_SIZE);
             }
