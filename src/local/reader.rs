@@ -337,14 +337,29 @@ impl Store {
     /// sealed), `Io`.
     pub fn sidecar(&self) -> Result<Vec<u8>> {
         let info = self.info();
-        let records = (0..self.len())
-            .into_par_iter()
-            .map(|i| {
-                let loc = self.loc_at(i)?;
-                loc.validate(&info.name, i, info.codec(), info.header.tail_offset)?;
-                self.with_stored(&*self.data, loc.offset..loc.end(), |b| Ok(sums::checksum(b)))
-            })
-            .collect::<Result<Vec<u64>>>()?;
+        let tail = info.header.tail_offset;
+        let mut records = Vec::with_capacity(self.len() as usize);
+        // In runs of records, each asked for as a whole first: data.zr is
+        // read at random, so a cold store would otherwise fault in one page
+        // at a time.
+        const RUN: u64 = 4096;
+        for start in (0..self.len()).step_by(RUN as usize) {
+            let run = start..self.len().min(start + RUN);
+            let (first, last) = (self.loc_at(run.start)?, self.loc_at(run.end - 1)?);
+            let (from, to) =
+                (first.offset.min(tail), last.offset.saturating_add(last.phys_length.into()).min(tail));
+            // (Bounded: locations are not validated yet.)
+            self.data.will_need(from, to.saturating_sub(from).min(256 << 20));
+            let sums = run
+                .into_par_iter()
+                .map(|i| {
+                    let loc = self.loc_at(i)?;
+                    loc.validate(&info.name, i, info.codec(), tail)?;
+                    self.with_stored(&*self.data, loc.offset..loc.end(), |b| Ok(sums::checksum(b)))
+                })
+                .collect::<Result<Vec<u64>>>()?;
+            records.extend(sums);
+        }
         let span = sums::table_span(self.len());
         let mut table = vec![0u8; (span.end - span.start) as usize];
         self.meta.read_exact_at(0, &mut table).map_err(|e| self.io_err(StoreFile::Meta, e))?;

@@ -86,6 +86,53 @@ cfg_if::cfg_if! {
             let _ = file;
         }
 
+        /// Whether `mincore` tells the truth about `file`'s pages: since Linux
+        /// 5.0 it does only for files the caller owns or may write (and for
+        /// root); for any other file it says every page is in memory.
+        pub fn page_cache_visible(file: &File) -> bool {
+            #[cfg(target_os = "linux")]
+            {
+                use rustix::fs::{accessat, Access, AtFlags};
+                let euid = rustix::process::geteuid();
+                euid.is_root()
+                    || file.metadata().is_ok_and(|m| m.uid() == euid.as_raw())
+                    || accessat(file, "", Access::WRITE_OK, AtFlags::EMPTY_PATH).is_ok()
+            }
+            #[cfg(not(target_os = "linux"))]
+            {
+                let _ = file;
+                false
+            }
+        }
+
+        /// Whether the byte of `file` at `offset` was in the page cache,
+        /// for files `mincore` cannot see ([`page_cache_visible`]): a
+        /// one-byte read that refuses to wait (`RWF_NOWAIT`), timed. A miss
+        /// still reads the page, and from a fast device can return it before
+        /// the call ends, so a read slower than any page-cache hit (1-3 µs
+        /// here; a 4 KiB device read took 55 µs) counts as a miss; a busy
+        /// machine can make a hit look like one. `None`: the kernel or file
+        /// system cannot say.
+        pub fn read_probe(file: &File, offset: u64) -> Option<bool> {
+            #[cfg(target_os = "linux")]
+            {
+                const HIT: std::time::Duration = std::time::Duration::from_micros(20);
+                let mut one = [0u8; 1];
+                let mut bufs = [io::IoSliceMut::new(&mut one)];
+                let t0 = std::time::Instant::now();
+                match rustix::io::preadv2(file, &mut bufs, offset, rustix::io::ReadWriteFlags::NOWAIT) {
+                    Ok(_) => Some(t0.elapsed() < HIT),
+                    Err(rustix::io::Errno::AGAIN) => Some(false),
+                    Err(_) => None,
+                }
+            }
+            #[cfg(not(target_os = "linux"))]
+            {
+                let _ = (file, offset);
+                None
+            }
+        }
+
         /// Whether the first page of `mapped` (memory of a file mapping,
         /// starting on a page boundary) is in memory: `mincore`, which asks
         /// the page cache and reads nothing. `None` when it fails.
@@ -150,6 +197,16 @@ cfg_if::cfg_if! {
 
         /// No residency probe here.
         pub fn is_resident(_mapped: &[u8]) -> Option<bool> {
+            None
+        }
+
+        /// No `mincore` here.
+        pub fn page_cache_visible(_file: &File) -> bool {
+            false
+        }
+
+        /// No residency probe here.
+        pub fn read_probe(_file: &File, _offset: u64) -> Option<bool> {
             None
         }
 

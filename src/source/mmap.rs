@@ -11,6 +11,8 @@ pub struct MmapSource {
     map: Option<memmap2::Mmap>,
     /// The file, for asking the page cache about it.
     file: File,
+    /// Whether `mincore` sees the file's pages (else probe by reading).
+    visible: bool,
 }
 
 impl MmapSource {
@@ -20,8 +22,9 @@ impl MmapSource {
     /// When the file cannot be mapped.
     pub fn new(file: &File) -> io::Result<Self> {
         let owned = file.try_clone()?;
+        let visible = crate::local::sys::page_cache_visible(file);
         if file.metadata()?.len() == 0 {
-            return Ok(MmapSource { map: None, file: owned });
+            return Ok(MmapSource { map: None, file: owned, visible });
         }
         // SAFETY: a map is sound while no process changes the file under
         // it. zrecord maps a store's files only while holding loaderx's
@@ -34,7 +37,7 @@ impl MmapSource {
         #[allow(unsafe_code)]
         let map = unsafe { memmap2::Mmap::map(file)? };
 
-        Ok(MmapSource { map: Some(map), file: owned })
+        Ok(MmapSource { map: Some(map), file: owned, visible })
     }
 
     /// Tell the OS the map is read at random: a page fault then reads no
@@ -69,10 +72,13 @@ impl ByteSource for MmapSource {
         crate::local::sys::will_need(&self.file, offset, len);
     }
     /// `mincore` on the page of the map holding `offset`: it asks the page
-    /// cache and reads nothing. (A one-byte `RWF_NOWAIT` read, tried first,
-    /// starts reading a missing page itself, and from a fast device may
-    /// return it before the call ends, so it cannot tell.)
+    /// cache and reads nothing. For a file `mincore` cannot see (another
+    /// user's, read-only to us: Linux then says every page is in memory), a
+    /// timed one-byte read ([`crate::local::sys::read_probe`]).
     fn is_resident(&self, offset: u64) -> Option<bool> {
+        if !self.visible {
+            return crate::local::sys::read_probe(&self.file, offset);
+        }
         let bytes = self.bytes();
         let offset = usize::try_from(offset).ok().filter(|&o| o < bytes.len())?;
         // The map starts on a page boundary, so this slice does too.

@@ -34,4 +34,9 @@ impl ByteSource for PreadSource {
     fn will_need(&self, offset: u64, len: u64) {
         crate::local::sys::will_need(&self.file, offset, len);
     }
+    /// A timed one-byte read ([`crate::local::sys::read_probe`]): no map
+    /// to ask `mincore` about.
+    fn is_resident(&self, offset: u64) -> Option<bool> {
+        crate::local::sys::read_probe(&self.file, offset)
+    }
 }
