@@ -220,7 +220,11 @@ fn verify_local(ctx: &Ctx, dir: &Path) -> CliResult<Verified> {
     check_files(info, &page, store.dict_bytes(), info.sizes.data, &mut report);
     let data_path = store.path().join(DATA);
     let file = File::open(&data_path).map_err(|e| super::common::io_fail(&data_path, "open", e))?;
-    let data = MmapSource::new(&file).map_err(|e| super::common::io_fail(&data_path, "mmap", e))?;
+    // SAFETY: `store` holds the shared lock while these maps live (see
+    // `MmapSource::new`).
+    #[allow(unsafe_code)]
+    let data =
+        unsafe { MmapSource::new(&file) }.map_err(|e| super::common::io_fail(&data_path, "mmap", e))?;
     let sidecar = match std::fs::read(store.path().join(SUMS)) {
         Ok(bytes) => Some(bytes),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
@@ -228,8 +232,10 @@ fn verify_local(ctx: &Ctx, dir: &Path) -> CliResult<Verified> {
     };
     let meta = File::open(store.path().join(META))
         .map_err(|e| super::common::io_fail(&store.path().join(META), "open", e))?;
-    let meta =
-        MmapSource::new(&meta).map_err(|e| super::common::io_fail(&store.path().join(META), "mmap", e))?;
+    // SAFETY: as `data` above.
+    #[allow(unsafe_code)]
+    let meta = unsafe { MmapSource::new(&meta) };
+    let meta = meta.map_err(|e| super::common::io_fail(&store.path().join(META), "mmap", e))?;
     let span = sums::table_span(info.len());
     let table = meta.slice(0, (span.end - span.start) as usize);
     let expected =

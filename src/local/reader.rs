@@ -208,7 +208,10 @@ impl Store {
             let path = dir.join(which);
             Ok(match backend {
                 Backend::Mmap => {
-                    let map = MmapSource::new(file).map_err(|e| Error::io(&path, "mmap", e))?;
+                    // SAFETY: `backend` is Mmap only with the shared lock held
+                    // for the store's life (see `MmapSource::new`).
+                    #[allow(unsafe_code)]
+                    let map = unsafe { MmapSource::new(file) }.map_err(|e| Error::io(&path, "mmap", e))?;
                     if which == DATA {
                         map.advise_random();
                     }

@@ -18,22 +18,26 @@ pub struct MmapSource {
 impl MmapSource {
     /// Map an open file (an empty file maps to nothing).
     ///
+    /// # Safety
+    /// No process may truncate or modify the file while the map lives: the
+    /// map's bytes are read as an ordinary `&[u8]`. zrecord maps a store's
+    /// files only while holding loaderx's shared flock on its `meta.zr`
+    /// (`Store::open_with`, which reads with pread when opened without the
+    /// lock; `zrecord verify`, while its `Store` holds it): writers (ours and
+    /// loaderx's) take that lock exclusively for a whole build and never
+    /// rewrite a published store's bytes. `zrecord import npy` maps the
+    /// `.npy` file it converts, which nothing else is expected to change.
+    ///
     /// # Errors
     /// When the file cannot be mapped.
-    pub fn new(file: &File) -> io::Result<Self> {
+    #[allow(unsafe_code)]
+    pub unsafe fn new(file: &File) -> io::Result<Self> {
         let owned = file.try_clone()?;
         let visible = crate::local::sys::page_cache_visible(file);
         if file.metadata()?.len() == 0 {
             return Ok(MmapSource { map: None, file: owned, visible });
         }
-        // SAFETY: a map is sound while no process changes the file under
-        // it. zrecord maps a store's files only while holding loaderx's
-        // shared flock on its meta.zr (`Store::open_with`, which reads with
-        // pread when opened without the lock; `zrecord verify`, while its
-        // `Store` holds it). Writers (ours and loaderx's) take that lock
-        // exclusively for a whole build and never rewrite a published
-        // store's bytes, so no cooperating process truncates or modifies
-        // the mapped bytes while the map lives.
+        // SAFETY: the caller's promise (see `# Safety`).
         #[allow(unsafe_code)]
         let map = unsafe { memmap2::Mmap::map(file)? };
 
