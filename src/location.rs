@@ -68,8 +68,16 @@ impl<'a> Location<'a> {
             return Ok(Location::Path(target));
         };
         if scheme.eq_ignore_ascii_case("file") {
-            // file:///abs/path, or file://localhost/abs/path.
-            return Ok(Location::Path(rest.strip_prefix("localhost").unwrap_or(rest)));
+            // file:///abs/path, or file://localhost/abs/path; no other host.
+            let path = rest.strip_prefix("localhost").unwrap_or(rest);
+            if !path.starts_with('/') {
+                return Err(Error::InvalidArgument {
+                    store: target.to_string(),
+                    why: "a file:// URL names a path on this machine: file:///path or file://localhost/path"
+                        .into(),
+                });
+            }
+            return Ok(Location::Path(path));
         }
         match SCHEMES.iter().find(|(s, _)| s.eq_ignore_ascii_case(scheme)) {
             Some((_, None)) => Ok(Location::Http(target)),
@@ -132,6 +140,9 @@ mod tests {
         }
         assert_eq!(Location::parse("file:///data/s").unwrap(), Location::Path("/data/s"));
         assert_eq!(Location::parse("FILE://localhost/data/s").unwrap(), Location::Path("/data/s"));
+        for other_host in ["file://host/data/s", "file://localhost.x/data/s", "file://data"] {
+            assert!(Location::parse(other_host).is_err(), "{other_host}");
+        }
     }
 
     #[test]

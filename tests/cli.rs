@@ -111,6 +111,24 @@ fn info_json_describes_every_fixture() {
     }
 }
 
+/// A `file://` URL names the same store as its path, for every command,
+/// the local-only ones included; other hosts and unknown schemes are refused.
+#[test]
+fn file_urls_are_paths_and_unknown_schemes_are_refused() {
+    let tmp = tmp();
+    let dir = tmp.path().join("s");
+    copy_store(&fixtures_dir().join("dense-u8-img-zstd"), &dir);
+    let url = format!("file://{}", dir.canonicalize().unwrap().display());
+    assert_eq!(ok(&[&"checksum", &url]), ok(&[&"checksum", &dir]));
+    ok(&[&"seal", &url]);
+    assert!(dir.join("sums.zr").exists());
+    assert!(ok(&[&"verify", &url]).contains("ok"));
+    let err = fails(&[&"info", &"file://elsewhere/s"]);
+    assert!(err.contains("file:///path"), "{err}");
+    let err = fails(&[&"info", &"ftp://host/s"]);
+    assert!(err.contains("unknown URL scheme ftp://"), "{err}");
+}
+
 #[test]
 fn info_text_and_refusals() {
     let f = fixtures_dir().join("dense-u8-img-zstd_dict");

@@ -4,7 +4,7 @@
 
 use super::common::CliResult;
 use std::ops::Range;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use zrecord::format::Verify;
 use zrecord::location::Location;
 use zrecord::open::Options;
@@ -17,6 +17,16 @@ pub fn url_of(arg: &Path) -> CliResult<Option<&str>> {
         Some(s) => Ok(Location::parse(s)?.url()),
         None => Ok(None),
     }
+}
+
+/// The directory a STORE argument names, for the commands that work on
+/// local stores only (`file://` URLs become their paths; a caller refuses
+/// other URLs first, with [`url_of`]).
+pub fn local_path(arg: &Path) -> CliResult<PathBuf> {
+    Ok(match arg.to_str().map(Location::parse).transpose()? {
+        Some(Location::Path(p)) => PathBuf::from(p),
+        _ => arg.to_path_buf(),
+    })
 }
 
 /// Open the store a command names: a directory, or a bucket or `http(s)://`

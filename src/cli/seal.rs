@@ -25,10 +25,11 @@ pub fn run(ctx: &Ctx, a: Args) -> CliResult {
             a.store.display()
         )));
     }
+    let dir = super::records::local_path(&a.store)?;
     let spin = ctx.spinner("hashing every record");
-    let done = seal(&a.store, a.force);
+    let done = seal(&dir, a.force);
     spin.finish_and_clear();
-    let path = a.store.join(SUMS);
+    let path = dir.join(SUMS);
     let line = match done? {
         Sealed::Written(n) => {
             let bytes = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);

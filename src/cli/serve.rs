@@ -126,6 +126,7 @@ fn local_dir(arg: &Path, command: &str) -> CliResult<PathBuf> {
     if url_of(arg)?.is_some() {
         return Err(Fail::Msg(format!("{}: {command} serves a local directory", arg.display())));
     }
+    let arg = &super::records::local_path(arg)?;
     if !arg.is_dir() {
         return Err(Fail::Msg(format!("{}: not found (no such directory)", arg.display())));
     }

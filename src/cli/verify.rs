@@ -120,7 +120,7 @@ struct Verified {
 pub fn run(ctx: &Ctx, a: Args) -> CliResult {
     let Verified { name, len, mut report, remote, sealed } = match url_of(&a.store)? {
         Some(url) => verify_remote(ctx, url)?,
-        None => verify_local(ctx, &a.store)?,
+        None => verify_local(ctx, &super::records::local_path(&a.store)?)?,
     };
     report.problems.sort_by_key(|f| f.index);
     let not_checked: &[&str] = if remote.is_some() { &NOT_CHECKED_REMOTELY } else { &[] };
