@@ -66,7 +66,8 @@ pub fn train_dict_native<'py>(
 ) -> PyResult<Bound<'py, PyBytes>> {
     let tier = tier(tier_name)?;
     let (samples, sizes) = (samples.as_slice()?, sizes.as_slice()?);
-    if sizes.iter().sum::<u64>() != samples.len() as u64 {
+    let total = sizes.iter().try_fold(0u64, |sum, &n| sum.checked_add(n));
+    if total != Some(samples.len() as u64) {
         return Err(PyValueError::new_err("sample sizes do not add up to the samples"));
     }
     let dict = py

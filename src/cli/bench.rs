@@ -203,10 +203,6 @@ pub fn run(ctx: &Ctx, a: Args) -> CliResult {
             bar.set_message("evicting");
             // Every mapping closed first: mapped pages are never dropped.
             drop(store);
-            // Twice: readahead the last batch started may still be landing
-            // at the first pass, and pages under I/O are not dropped.
-            cache::evict(dir)?;
-            std::thread::sleep(Duration::from_millis(50));
             cache::evict(dir)?;
             (store, open_ms) = open()?;
         }

@@ -6,11 +6,11 @@
 //! Linux only (`posix_fadvise`, `/proc/self/io`, `O_DIRECT`); elsewhere every
 //! call fails with `Unsupported` (or gives `None`). No root needed.
 //!
-//! No residency probe: `mincore` needs a mapping and unsafe code, and a
-//! one-byte `preadv2(RWF_NOWAIT)` per page, which answers from the cache
-//! only, still starts readahead on a miss (Linux 6.18: probing every page of
-//! an evicted 16 MiB file read all 16 MiB back), so it warms what it checks.
-//! [`process_read_bytes`] around a read tells instead whether it was cold.
+//! Whether a page is resident is the reader's question (`mincore` on its
+//! map, `local::sys`); a one-byte `preadv2(RWF_NOWAIT)` per page is no way
+//! to check eviction: it still reads on a miss (Linux 6.18: probing every
+//! page of an evicted 16 MiB file read all 16 MiB back). [`process_read_bytes`]
+//! around a read tells whether it was cold.
 
 use crate::format::files::StoreFile;
 use crate::{Error, Result};
@@ -40,13 +40,20 @@ pub const DEPTHS: [usize; 7] = [1, 2, 4, 8, 16, 32, 64];
 /// "cold" read warm. Another process that maps or reads the files keeps
 /// their pages just as well, and pages still being read in (readahead a
 /// closed map started, completing after the call) are skipped: call it
-/// again a moment later. [`process_read_bytes`] around the next read tells
+/// again a moment later, which this function does itself: it makes two
+/// passes 50 ms apart. [`process_read_bytes`] around the next read tells
 /// whether it worked.
 ///
 /// # Errors
 /// `NotFound` when `dir` has no `meta.zr` or `data.zr`; `Io` for a failed
 /// open, flush or advice; `Io` with `Unsupported` off Linux.
 pub fn evict(dir: &Path) -> Result<()> {
+    evict_once(dir)?;
+    std::thread::sleep(Duration::from_millis(50));
+    evict_once(dir)
+}
+
+fn evict_once(dir: &Path) -> Result<()> {
     let name = dir.display().to_string();
     for file in StoreFile::ALL {
         let path = dir.join(file.name());
