@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Build the browser package pkg/ (wasm-bindgen API of src/wasm.rs, ruzstd
+# Build the browser package pkg/ (wasm-bindgen API of src/wasm/, ruzstd
 # decoder) reproducibly. With --check, build into a scratch directory and fail
 # if the committed pkg/ differs from the fresh build.
 #

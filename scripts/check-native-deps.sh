@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # A Rust user depending on zrecord with `default-features = false,
 # features = ["native"]` must get neither the CLI's crates nor the server's,
-# and build.rs must embed no viewer: this checks both stay true. (rustix is
-# allowed: the writer's fallocate, src/sys.rs, needs it natively.)
+# and build.rs must embed no viewer: this checks both stay true. (rustix and
+# libc are allowed: the writer's fallocate and the reader's page-cache calls,
+# src/local/sys.rs, need them natively.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

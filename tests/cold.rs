@@ -4,8 +4,8 @@
 //! checked gathers included, and a hostile location is an error there too.
 //!
 //! Stores live under cargo's target dir, not /tmp (which may be tmpfs,
-//! whose pages cannot be evicted); each test checks that its gathers really
-//! read from the device, so it cannot pass on the warm path alone.
+//! whose pages cannot be evicted); each test checks that its gathers read
+//! cold (`Store::cold_gathers`), so none passes on the warm path alone.
 
 mod common;
 

@@ -103,7 +103,7 @@ fn parallel_dense_gathers_read_each_row_where_it_belongs() {
         w.append(&rows.concat()).unwrap();
         w.close().unwrap();
         // Dense batches fan out from 16 KiB compressed (two rows here) and
-        // 1 MiB raw (src/reader.rs).
+        // 1 MiB raw (src/local/reader.rs).
         let at = if codec == Codec::Raw { (1 << 20) / ROW } else { 2 };
         let sizes = (1..=12).chain(at.saturating_sub(2)..=at + 9).chain([3 * at + 5, 64 * 8 + 3]);
         for backend in [Backend::Mmap, Backend::Pread] {

@@ -34,7 +34,7 @@ _U8 = np.dtype(np.uint8)
 _POOLED = 4 << 20
 
 # Dictionary sizing presets, loaderx's, from the Rust core's tiers
-# (zrecord::train::Tier): a tier names both the dictionary's size and how many
+# (zrecord::training::dict::Tier): a tier names both the dictionary's size and how many
 # bytes of records train it.
 #
 #   "fast"     a small dictionary and a small training sample.

@@ -2,7 +2,7 @@
 trained exactly as loaderx 2.0.1 does (byte-identical dictionaries).
 
 The sampling (which records, how many) and the training are the Rust core's
-(``zrecord::train``); this module only picks the source's kind and gathers
+(``zrecord::training::dict``); this module only picks the source's kind and gathers
 the records the core asks for."""
 
 import math

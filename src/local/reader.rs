@@ -26,7 +26,8 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 /// How a store's files are read.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Backend {
-    /// Memory-mapped (zero-copy); the default.
+    /// Memory-mapped (zero-copy while the records are in memory; a batch
+    /// found cold is asked for whole and read with pread); the default.
     #[default]
     Mmap,
     /// Positional reads (`pread`), for file systems where mapping is unwelcome.

@@ -1,6 +1,7 @@
 //! Merging by cost: which gaps between a batch's byte ranges are worth
-//! reading to save requests. Pure functions of the ranges and of what
-//! requests cost (measured by the driver, or configured).
+//! reading to save requests. [`CostModel`] keeps what one store's requests
+//! cost (configured, or measured as it runs); the rules are pure functions
+//! of the ranges and those costs.
 //!
 //! With `c` requests in flight, a batch of `n` requests takes about
 //! `ceil(n / c)` latencies plus its bytes over the bandwidth. Two ways to

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::Arc;
 
-/// Bytes of `meta.zr` per cached page; also the size of the open read.
+/// Bytes per cached page (of `meta.zr` or `sums.zr`); also the size of the open read.
 pub const LOC_PAGE: u64 = 64 << 10;
 
 /// A table of fixed-size entries in one of a store's files, read in cached
@@ -45,7 +45,8 @@ impl Table {
     }
 }
 
-/// Pages by index (page `p` holds `meta.zr` bytes `p * LOC_PAGE ..`), least
+/// Pages of one table's file by index (page `p` holds the file's bytes
+/// `p * LOC_PAGE ..`: `meta.zr`'s for locations, `sums.zr`'s for checksums), least
 /// recently used evicted first.
 #[derive(Debug)]
 pub(crate) struct PageCache {

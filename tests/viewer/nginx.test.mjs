@@ -79,7 +79,7 @@ test('gzip on the host: Chromium asks for identity on Range requests, so reads s
 });
 
 test("each of the reader's failure messages gets its explanation", async () => {
-  // The reader's own wording (src/wasm.rs and src/remote), as it reaches the page.
+  // The reader's own wording (src/wasm/ and src/remote/), as it reaches the page.
   const cases = [
     ['gzip', 'Remote', 'http://h/s/meta.zr: the server sent Content-Encoding: gzip; store files must be served as stored (byte ranges of compressed transfers do not line up with the file): turn gzip compression off for .zr files on the host (e.g. nginx `gzip off`)'],
     ['norange', 'Remote', 'http://h/s/meta.zr: the server answered 200 OK with the whole file to a Range request: this server does not support HTTP Range requests (or a proxy drops the Range header); serve the store from one that does'],
