@@ -16,7 +16,6 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 use zrecord::wasm::JsStore;
-use zrecord::Records;
 
 pub fn base_url() -> String {
     // Read at build time: a wasm test cannot see the runner's environment.
