@@ -54,7 +54,9 @@ pub struct Args {
     /// table) [default: 1; 0 with --cold].
     #[arg(long, value_name = "K")]
     warmup: Option<u64>,
-    /// Seed of the sampler's IID stream (every round gathers the same batches).
+    /// Seed of the sampler's IID stream (every round gathers the same
+    /// batches; with --cold, round r uses seed + r: a VM's host may cache
+    /// what the last round read of its virtual disk).
     #[arg(long, default_value_t = 0, value_name = "S")]
     seed: u64,
     /// Read only this consumer's share of each batch (as a training process of WORLD would).
@@ -207,7 +209,7 @@ pub fn run(ctx: &Ctx, a: Args) -> CliResult {
             (store, open_ms) = open()?;
         }
         bar.set_message(format!("round {}/{}", r + 1, plan.rounds));
-        let mut round = one_round(&plan, store.records(), store.as_remote(), &bar)?;
+        let mut round = one_round(&plan, r, store.records(), store.as_remote(), &bar)?;
         round.open_ms = open_ms;
         rounds.push(round);
     }
@@ -286,16 +288,18 @@ pub fn run(ctx: &Ctx, a: Args) -> CliResult {
     out.flush()
 }
 
-/// One round: a fresh sampler (the same batches every round), the warm-up,
-/// then the timed batches.
+/// One round: a fresh sampler (the same batches every warm round, new ones
+/// every cold round: `seed + round`), the warm-up, then the timed batches.
 fn one_round(
     plan: &Plan<'_>,
+    round: u64,
     records: &dyn Records,
     remote: Option<&zrecord::remote::BlockingStore>,
     bar: &indicatif::ProgressBar,
 ) -> CliResult<Round> {
     let a = plan.a;
-    let mut sampler = Sampler::new(records.len(), a.batch, Mode::Iid, a.seed)?;
+    let seed = if a.cold { a.seed.wrapping_add(round) } else { a.seed };
+    let mut sampler = Sampler::new(records.len(), a.batch, Mode::Iid, seed)?;
     if let Some((rank, world)) = a.shard {
         sampler = sampler.shard(rank, world)?;
     }
