@@ -148,6 +148,27 @@ thread_local! {
     static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
 }
 
+/// Take loaderx's shared lock on `meta.zr`. A lock that is held is asked for
+/// again for up to 50 ms before the store is called busy: a writer that
+/// has just closed can still hold it through a child process forked
+/// meanwhile (its copy of the descriptor lives until the child's `exec`),
+/// which a test suite spawning processes next to a writer met once.
+fn lock_shared(meta: &File, name: &str, dir: &Path) -> Result<()> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_millis(50);
+    loop {
+        match meta.try_lock_shared() {
+            Ok(()) => return Ok(()),
+            Err(TryLockError::WouldBlock) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            Err(TryLockError::WouldBlock) => {
+                return Err(Error::Busy { store: name.to_string(), why: "a writer holds it" })
+            }
+            Err(TryLockError::Error(e)) => return Err(Error::io(dir.join(META), "lock", e)),
+        }
+    }
+}
+
 /// Open one file of a store; `None` when it does not exist.
 fn open_file(dir: &Path, name: &str) -> Result<Option<File>> {
     let path = dir.join(name);
@@ -193,13 +214,7 @@ impl Store {
             return Err(Error::NotFound { store: name, what: "meta.zr is missing".into() });
         };
         if options.lock {
-            match meta_file.try_lock_shared() {
-                Ok(()) => {}
-                Err(TryLockError::WouldBlock) => {
-                    return Err(Error::Busy { store: name, why: "a writer holds it" })
-                }
-                Err(TryLockError::Error(e)) => return Err(Error::io(dir.join(META), "lock", e)),
-            }
+            lock_shared(&meta_file, &name, &dir)?;
         }
         let Some(data_file) = open_file(&dir, DATA)? else {
             return Err(Error::BadFormat { store: name, check: "data.zr is missing".into() });
