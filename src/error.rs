@@ -95,6 +95,21 @@ pub enum Error {
     #[error("{url}: store changed on the server since it was opened ({why}); reopen it")]
     StoreChanged { url: String, why: String },
 
+    /// A dataset's manifest breaks a rule, or the dataset cannot do what
+    /// was asked.
+    #[error("{dataset}: {check}")]
+    BadDataset { dataset: String, check: String },
+
+    /// One shard of a dataset is not what its manifest says.
+    #[error("{dataset}: shard {shard}: {check}")]
+    BadShard { dataset: String, shard: String, check: String },
+
+    /// Another commit created the version this one was making.
+    #[error(
+        "{dataset}: commit conflict: version {version} was committed by another writer meanwhile ({why})"
+    )]
+    CommitConflict { dataset: String, version: u64, why: String },
+
     /// The caller cancelled the operation.
     #[error("cancelled")]
     Cancelled,

@@ -8,6 +8,7 @@
 
 pub mod codec;
 pub mod convert;
+pub mod dataset;
 pub mod error;
 pub mod format;
 pub mod location;
@@ -23,6 +24,7 @@ cfg_if::cfg_if! {
         pub use local::reader::{Backend, OpenOptions, Store};
         pub use open::{open, open_with, AnyStore};
         pub use local::writer::{CreateOptions, Writer};
+        pub use dataset::Dataset;
     }
 }
 

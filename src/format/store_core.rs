@@ -51,6 +51,12 @@ impl StoreCore {
         Ok(StoreCore { info, dict, dict_bytes })
     }
 
+    /// A description with no dictionary (a dataset's column as one store
+    /// describes it).
+    pub fn describe(info: StoreInfo) -> StoreCore {
+        StoreCore { info, dict: None, dict_bytes: None }
+    }
+
     /// The validated Header, schema and sizes.
     pub fn info(&self) -> &StoreInfo {
         &self.info

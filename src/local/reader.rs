@@ -613,10 +613,21 @@ impl Store {
         if row == 0 || plan.is_empty() {
             return Ok(());
         }
+        let mut rows: Vec<&mut [u8]> = out.chunks_mut(row).collect();
+        self.fill_rows(mem, plan, &mut rows)
+    }
+
+    /// Fill `rows[k]` with row `k` of a Dense `plan` (rows of a batch in
+    /// any order: a dataset's shard fills its rows of a batch in place).
+    fn fill_rows(&self, mem: &InMemory<'_>, plan: &GatherPlan<'_>, rows: &mut [&mut [u8]]) -> Result<()> {
+        let row = plan.row().expect("a Dense plan");
+        if row == 0 || plan.is_empty() {
+            return Ok(());
+        }
         // Rows `first..` of the plan, into `outs`.
-        let task = |(first, outs): (usize, &mut [u8])| -> Result<()> {
-            let idx = &plan.indices()[first..first + outs.len() / row];
-            for (j, dst) in outs.chunks_mut(row).enumerate() {
+        let task = |(first, outs): (usize, &mut [&mut [u8]])| -> Result<()> {
+            let idx = &plan.indices()[first..first + outs.len()];
+            for (j, dst) in outs.iter_mut().enumerate() {
                 let ahead = prefetch_ahead(mem, plan, idx, j);
                 let loc = match mem.table {
                     Some(table) => RecordLoc::from_table(table, idx[j] as usize),
@@ -627,20 +638,39 @@ impl Store {
             }
             Ok(())
         };
-        if !self.parallel(out.len(), plan.len()) {
-            return task((0, out));
+        if !self.parallel(rows.len() * row, plan.len()) {
+            return task((0, rows));
         }
         // Parts shared with the calling thread, as a Ragged batch's. Against
         // rayon's `par_chunks_mut` on its global pool (the calling thread
         // asleep), interleaved from Python: raw token blocks x1024 1.18x, raw
         // images x16 1.15x, token blocks x16 1.05x, images x256 0.98x.
-        let mut rest = out;
-        let parts = work::guided(plan.len(), rest.len(), |_| row, usize::MAX, MIN_PART_BYTES).map(move |r| {
-            let (part, tail) = std::mem::take(&mut rest).split_at_mut(r.len() * row);
-            rest = tail;
-            (r.start, part)
-        });
+        let mut rest = rows;
+        let parts =
+            work::guided(plan.len(), plan.len() * row, |_| row, usize::MAX, MIN_PART_BYTES).map(move |r| {
+                let (part, tail) = std::mem::take(&mut rest).split_at_mut(r.len());
+                rest = tail;
+                (r.start, part)
+            });
         work::share(parts, task)
+    }
+
+    /// Gather Dense records `indices` into `rows` (one row's bytes each, in
+    /// the gather's order): a dataset's column gathers each shard's rows of
+    /// a batch straight into their places.
+    ///
+    /// # Errors
+    /// As [`Records::gather_into`].
+    pub(crate) fn gather_rows(&self, indices: &[u64], rows: &mut [&mut [u8]]) -> Result<()> {
+        let plan = GatherPlan::dense(&self.core, indices)?.checked(self.expected());
+        let row = plan.row().expect("a Dense plan");
+        if rows.len() != indices.len() || rows.iter().any(|r| r.len() != row) {
+            return Err(Error::InvalidArgument {
+                store: self.info().name.clone(),
+                why: format!("{} rows given for {} records of {row} bytes", rows.len(), indices.len()),
+            });
+        }
+        self.fill_rows(&self.access(&plan), &plan, rows)
     }
 
     /// Raw Ragged records in memory: parse each prefix where it lies and copy

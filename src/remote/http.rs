@@ -192,8 +192,28 @@ impl<G: HttpGet> HttpRanges<G> {
         &self.get
     }
 
+    /// The transport of the store at `path` below this one's directory
+    /// (a dataset's shard), with the same client, query string and retries.
+    pub fn child(&self, path: &str) -> HttpRanges<G>
+    where
+        G: Clone,
+    {
+        let base = format!("{}{}/", self.base, path.trim_matches('/'));
+        HttpRanges {
+            get: self.get.clone(),
+            base,
+            query: self.query.clone(),
+            retry: self.retry,
+            retries: AtomicU64::new(0),
+        }
+    }
+
     async fn read_with_retries(&self, req: ReadRequest) -> Result<Ranged> {
         let url = self.locate(req.file);
+        self.read_url(url, req).await
+    }
+
+    async fn read_url(&self, url: String, req: ReadRequest) -> Result<Ranged> {
         let attempts = self.retry.retries + 1;
         let mut last = String::new();
         for attempt in 0..attempts {
@@ -224,6 +244,12 @@ impl<G: HttpGet> RangeRead for HttpRanges<G> {
     }
     fn locate(&self, file: StoreFile) -> String {
         format!("{}{}{}", self.base, file.name(), self.query)
+    }
+    fn read_path(&self, path: &str, range: Range<u64>) -> LocalBoxFuture<'_, Result<Ranged>> {
+        let url = format!("{}{}{}", self.base, path, self.query);
+        // The request's file is only named in errors; the URL is the path's.
+        let req = ReadRequest { file: StoreFile::Meta, range, if_version: None };
+        Box::pin(self.read_url(url, req))
     }
     fn name(&self) -> String {
         self.base.clone()

@@ -24,7 +24,7 @@
 //! ```
 
 mod cost;
-mod exec;
+pub(crate) mod exec;
 mod files;
 mod http;
 mod options;

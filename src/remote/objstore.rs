@@ -128,6 +128,26 @@ impl Bucket {
     pub fn object(&self, name: &str) -> ObjectPath {
         self.prefix.clone().join(name)
     }
+
+    /// The object at `path` (`/`-separated) below the prefix.
+    pub fn object_at(&self, path: &str) -> ObjectPath {
+        let path = path.trim_matches('/');
+        if self.prefix.as_ref().is_empty() {
+            ObjectPath::from(path)
+        } else {
+            ObjectPath::from(format!("{}/{path}", self.prefix.as_ref()))
+        }
+    }
+
+    /// The directory at `path` below the prefix, with the same client.
+    pub fn child(&self, path: &str) -> Bucket {
+        let path = path.trim_matches('/');
+        Bucket {
+            store: self.store.clone(),
+            prefix: self.object_at(path),
+            url: format!("{}{path}/", self.url),
+        }
+    }
 }
 
 /// A store's files in a bucket, read with ranged GETs through `object_store`.
@@ -155,6 +175,11 @@ impl ObjectRanges {
     /// The bucket and prefix.
     pub fn bucket(&self) -> &Bucket {
         &self.bucket
+    }
+    /// The store at `path` below this one's prefix (a dataset's shard),
+    /// with the same client.
+    pub fn child(&self, path: &str) -> ObjectRanges {
+        ObjectRanges { bucket: self.bucket.child(path) }
     }
 }
 
@@ -243,11 +268,16 @@ async fn read_object(
     }
 }
 
-impl RangeRead for ObjectRanges {
-    fn read(&self, req: ReadRequest) -> LocalBoxFuture<'_, Result<Ranged>> {
-        let at = self.locate(req.file);
-        let task =
-            runtime::spawn(read_object(self.bucket.store.clone(), self.bucket.object(req.file.name()), req));
+impl ObjectRanges {
+    /// Read `req.range` of the object at `path` (named `at` in errors) on
+    /// the shared runtime.
+    fn spawn_read(
+        &self,
+        at: String,
+        path: ObjectPath,
+        req: ReadRequest,
+    ) -> LocalBoxFuture<'_, Result<Ranged>> {
+        let task = runtime::spawn(read_object(self.bucket.store.clone(), path, req));
         Box::pin(async move {
             match task.await {
                 Some(Ok(r)) => Ok(r),
@@ -256,8 +286,20 @@ impl RangeRead for ObjectRanges {
             }
         })
     }
+}
+
+impl RangeRead for ObjectRanges {
+    fn read(&self, req: ReadRequest) -> LocalBoxFuture<'_, Result<Ranged>> {
+        let at = self.locate(req.file);
+        self.spawn_read(at, self.bucket.object(req.file.name()), req)
+    }
     fn locate(&self, file: StoreFile) -> String {
         format!("{}{}", self.bucket.url, file.name())
+    }
+    fn read_path(&self, path: &str, range: std::ops::Range<u64>) -> LocalBoxFuture<'_, Result<Ranged>> {
+        let at = format!("{}{path}", self.bucket.url);
+        let req = ReadRequest { file: StoreFile::Meta, range, if_version: None };
+        self.spawn_read(at, self.bucket.object_at(path), req)
     }
     fn name(&self) -> String {
         self.bucket.url.clone()

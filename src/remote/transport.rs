@@ -95,6 +95,42 @@ pub trait RangeRead {
     fn now(&self) -> Option<Duration> {
         None
     }
+
+    /// Read `range` of the file at `path` (`/`-separated, relative to the
+    /// directory this transport reads): a dataset's manifest beside its
+    /// shards. Transports that only know a store's own files refuse.
+    ///
+    /// # Errors
+    /// As [`RangeRead::read`]; `InvalidArgument` where unsupported.
+    fn read_path(&self, path: &str, range: Range<u64>) -> LocalBoxFuture<'_, Result<Ranged>> {
+        let _ = range;
+        let e = crate::Error::InvalidArgument {
+            store: self.name(),
+            why: format!("this transport reads only a store's own files, not {path}"),
+        };
+        Box::pin(async move { Err(e) })
+    }
+}
+
+impl<T: RangeRead + ?Sized> RangeRead for std::sync::Arc<T> {
+    fn read(&self, req: ReadRequest) -> LocalBoxFuture<'_, Result<Ranged>> {
+        (**self).read(req)
+    }
+    fn locate(&self, file: StoreFile) -> String {
+        (**self).locate(file)
+    }
+    fn name(&self) -> String {
+        (**self).name()
+    }
+    fn retries(&self) -> u64 {
+        (**self).retries()
+    }
+    fn now(&self) -> Option<Duration> {
+        (**self).now()
+    }
+    fn read_path(&self, path: &str, range: Range<u64>) -> LocalBoxFuture<'_, Result<Ranged>> {
+        (**self).read_path(path, range)
+    }
 }
 
 impl<T: RangeRead + ?Sized> RangeRead for Box<T> {
@@ -112,5 +148,8 @@ impl<T: RangeRead + ?Sized> RangeRead for Box<T> {
     }
     fn now(&self) -> Option<Duration> {
         (**self).now()
+    }
+    fn read_path(&self, path: &str, range: Range<u64>) -> LocalBoxFuture<'_, Result<Ranged>> {
+        (**self).read_path(path, range)
     }
 }

@@ -1,0 +1,314 @@
+//! Many shards read as one column, planned without I/O: global indices map
+//! to (shard, local index) by prefix sums, a gather splits into one group per
+//! shard, and the groups' batches land in one batch in the caller's order.
+//! Both drivers (the native one over local stores, the async one over
+//! remote stores and in the browser) use these, and the bounded cache of
+//! opened shards.
+
+use super::manifest::Manifest;
+use crate::format::batch::RaggedBatch;
+use crate::format::{FileSizes, Header, Schema, StoreCore, StoreInfo, PAGE_SIZE};
+use crate::{Error, Result};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+/// Shards opened at once per column before the least recently used is
+/// closed (a dataset of 10,000 shards never holds 10,000 open stores).
+pub const OPEN_SHARDS: usize = 512;
+
+/// A dataset's shards laid end to end.
+#[derive(Debug)]
+pub struct Concat {
+    /// The dataset's name in errors (its path or URL).
+    pub name: String,
+    /// The committed version read.
+    pub manifest: Arc<Manifest>,
+    /// `starts[k]`: the first global index of shard `k`; `starts[n]` the length.
+    starts: Vec<u64>,
+}
+
+/// A gather's indices, grouped by shard (shards in first-touched order).
+#[derive(Debug, Default)]
+pub struct Split {
+    /// One group per shard touched.
+    pub groups: Vec<Group>,
+    /// Records gathered.
+    pub len: usize,
+}
+
+/// The records of one shard in a gather.
+#[derive(Debug, Default, Clone)]
+pub struct Group {
+    /// The shard's position in the manifest.
+    pub shard: usize,
+    /// Indices within the shard, in gather order.
+    pub local: Vec<u64>,
+    /// Where each lands in the gathered batch.
+    pub positions: Vec<usize>,
+}
+
+impl Split {
+    /// Whether the whole gather is one shard's, in order (gather straight
+    /// into the caller's batch).
+    pub fn is_one_group(&self) -> bool {
+        self.groups.len() == 1
+    }
+}
+
+impl Concat {
+    /// The shards of `manifest`, end to end.
+    pub fn new(name: &str, manifest: Arc<Manifest>) -> Concat {
+        let mut starts = Vec::with_capacity(manifest.shards.len() + 1);
+        let mut at = 0u64;
+        starts.push(0);
+        for s in &manifest.shards {
+            at += s.length; // the manifest's validation bounds the sum
+            starts.push(at);
+        }
+        Concat { name: name.to_string(), manifest, starts }
+    }
+
+    /// Records in all shards.
+    pub fn len(&self) -> u64 {
+        *self.starts.last().expect("starts has n + 1 entries")
+    }
+
+    /// Whether the dataset holds no records.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The first global index of shard `k`.
+    pub fn start(&self, k: usize) -> u64 {
+        self.starts[k]
+    }
+
+    /// The shard holding global record `i` (`i < len()`), and its index there.
+    pub fn locate(&self, i: u64) -> (usize, u64) {
+        // The last shard starting at or before `i` (empty shards skipped).
+        let k = self.starts.partition_point(|&s| s <= i) - 1;
+        (k, i - self.starts[k])
+    }
+
+    /// Group `indices` by shard.
+    ///
+    /// # Errors
+    /// `IndexOutOfRange` naming the dataset, before any read.
+    pub fn split(&self, indices: &[u64]) -> Result<Split> {
+        let len = self.len();
+        if let Some(&bad) = indices.iter().find(|&&i| i >= len) {
+            return Err(Error::IndexOutOfRange { store: self.name.clone(), index: bad, len });
+        }
+        let mut groups: Vec<Group> = Vec::new();
+        let mut slot: HashMap<usize, usize> = HashMap::new();
+        let mut last: Option<(usize, usize)> = None; // (shard, group) of the previous index
+        for (p, &i) in indices.iter().enumerate() {
+            let (k, local) = self.locate(i);
+            let g = match last {
+                Some((shard, g)) if shard == k => g,
+                _ => *slot.entry(k).or_insert_with(|| {
+                    groups.push(Group { shard: k, ..Group::default() });
+                    groups.len() - 1
+                }),
+            };
+            last = Some((k, g));
+            groups[g].local.push(local);
+            groups[g].positions.push(p);
+        }
+        Ok(Split { groups, len: indices.len() })
+    }
+}
+
+/// The column as one store describes it, for what reads a store's info
+/// (kind, dtype, length, codec): its Header has the dataset's length and
+/// the shards' stored bytes.
+///
+/// # Errors
+/// `BadDataset` for a column whose schema does not encode.
+pub fn column_core(concat: &Concat, column: usize) -> Result<StoreCore> {
+    let m = &concat.manifest;
+    let c = &m.columns[column];
+    let bad = |check: String| Error::BadDataset { dataset: concat.name.clone(), check };
+    let schema: Schema = c.schema().map_err(&bad)?;
+    let codec = c.codec().map_err(&bad)?;
+    let schema_bytes = schema.encode();
+    let data: u64 = m.shards.iter().map(|s| s.columns[&c.name].data).fold(0, u64::saturating_add);
+    let header =
+        Header { length: m.length, tail_offset: data, schema_length: schema_bytes.len() as u32, codec };
+    let meta = PAGE_SIZE.saturating_add(m.length.saturating_mul(crate::format::LOC_SIZE));
+    let info = StoreInfo {
+        name: format!("{}[{}]", concat.name, c.name),
+        header,
+        schema,
+        schema_bytes,
+        sizes: FileSizes { meta, data, dict: c.dict.as_ref().map(|d| d.size) },
+    };
+    Ok(StoreCore::describe(info))
+}
+
+/// Put the groups' Ragged batches (`parts[g]` for `split.groups[g]`) into
+/// `out` in gather order, packed and aligned to `align` bytes.
+pub fn assemble_ragged(split: &Split, parts: &[RaggedBatch], align: usize, out: &mut RaggedBatch) {
+    let mut from = vec![(0usize, 0usize); split.len];
+    for (g, group) in split.groups.iter().enumerate() {
+        for (j, &p) in group.positions.iter().enumerate() {
+            from[p] = (g, j);
+        }
+    }
+    let align = align.max(1);
+    let mut total = 0usize;
+    for &(g, j) in &from {
+        total = total.next_multiple_of(align) + parts[g].spans[j].len();
+    }
+    crate::format::decode::begin_ragged(out);
+    out.data.reuse(total);
+    let buf = out.data.as_mut_slice();
+    let mut at = 0usize;
+    for &(g, j) in &from {
+        let (shape, bytes) = parts[g].record(j);
+        at = at.next_multiple_of(align);
+        buf[at..at + bytes.len()].copy_from_slice(bytes);
+        out.spans.push(at..at + bytes.len());
+        out.dims.extend_from_slice(shape);
+        out.dim_starts.push(out.dims.len());
+        at += bytes.len();
+    }
+}
+
+/// Copy the groups' Dense rows (`parts[g]`, the rows of `split.groups[g]`
+/// back to back) into `out` in gather order.
+pub fn scatter_rows(split: &Split, parts: &[&[u8]], row: usize, out: &mut [u8]) {
+    for (group, part) in split.groups.iter().zip(parts) {
+        for (j, &p) in group.positions.iter().enumerate() {
+            out[p * row..(p + 1) * row].copy_from_slice(&part[j * row..(j + 1) * row]);
+        }
+    }
+}
+
+/// The shards of a column opened so far, at most [`OPEN_SHARDS`]: the least
+/// recently used is dropped (closed) to make room.
+#[derive(Debug)]
+pub struct OpenShards<S> {
+    inner: Mutex<Lru<S>>,
+}
+
+#[derive(Debug)]
+struct Lru<S> {
+    open: HashMap<usize, (Arc<S>, u64)>,
+    clock: u64,
+    cap: usize,
+}
+
+impl<S> OpenShards<S> {
+    /// An empty cache holding at most `cap` shards (at least 1).
+    pub fn new(cap: usize) -> Self {
+        OpenShards { inner: Mutex::new(Lru { open: HashMap::new(), clock: 0, cap: cap.max(1) }) }
+    }
+
+    /// Shard `k`, if open.
+    pub fn get(&self, k: usize) -> Option<Arc<S>> {
+        let mut lru = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        lru.clock += 1;
+        let now = lru.clock;
+        lru.open.get_mut(&k).map(|(s, used)| {
+            *used = now;
+            s.clone()
+        })
+    }
+
+    /// Keep shard `k` (opened by the caller); when another caller opened it
+    /// meanwhile, theirs is kept and returned.
+    pub fn insert(&self, k: usize, shard: S) -> Arc<S> {
+        let mut lru = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        lru.clock += 1;
+        let now = lru.clock;
+        if let Some((s, used)) = lru.open.get_mut(&k) {
+            *used = now;
+            return s.clone();
+        }
+        if lru.open.len() >= lru.cap {
+            if let Some(&oldest) = lru.open.iter().min_by_key(|(_, (_, used))| *used).map(|(k, _)| k) {
+                lru.open.remove(&oldest);
+            }
+        }
+        let shard = Arc::new(shard);
+        lru.open.insert(k, (shard.clone(), now));
+        shard
+    }
+
+    /// How many shards are open.
+    pub fn len(&self) -> usize {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner()).open.len()
+    }
+
+    /// Whether no shard is open.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dataset::manifest::{ColumnKind, ColumnSpec, ShardEntry, ShardFiles};
+
+    fn concat(lengths: &[u64]) -> Concat {
+        let col = ColumnSpec {
+            name: "x".into(),
+            kind: ColumnKind::Ragged,
+            dtype: "<u2".into(),
+            item_shape: None,
+            codec: "raw".into(),
+            dict: None,
+        };
+        let files = ShardFiles { meta: 0, data: 0, dict: None, sums: None };
+        let shards = lengths
+            .iter()
+            .enumerate()
+            .map(|(k, &length)| ShardEntry {
+                path: format!("shards/s{k}"),
+                length,
+                columns: [("x".to_string(), files)].into(),
+            })
+            .collect();
+        Concat::new("ds", Arc::new(Manifest::new(1, vec![col], shards)))
+    }
+
+    #[test]
+    fn locates_across_empty_shards() {
+        let c = concat(&[3, 0, 2, 0, 0, 4]);
+        assert_eq!(c.len(), 9);
+        let got: Vec<_> = (0..9).map(|i| c.locate(i)).collect();
+        assert_eq!(got, [(0, 0), (0, 1), (0, 2), (2, 0), (2, 1), (5, 0), (5, 1), (5, 2), (5, 3)]);
+        assert!(matches!(c.split(&[9]), Err(Error::IndexOutOfRange { index: 9, len: 9, .. })));
+    }
+
+    #[test]
+    fn splits_and_assembles_in_gather_order() {
+        let c = concat(&[3, 2, 4]);
+        let split = c.split(&[8, 0, 4, 1, 8, 3]).unwrap();
+        let got: Vec<_> =
+            split.groups.iter().map(|g| (g.shard, g.local.clone(), g.positions.clone())).collect();
+        assert_eq!(
+            got,
+            [(2, vec![3, 3], vec![0, 4]), (0, vec![0, 1], vec![1, 3]), (1, vec![1, 0], vec![2, 5])]
+        );
+        // Rows tagged by their global index come back in gather order.
+        let parts: Vec<Vec<u8>> = vec![vec![8, 8], vec![0, 1], vec![4, 3]];
+        let parts: Vec<&[u8]> = parts.iter().map(|p| &p[..]).collect();
+        let mut out = vec![0u8; 6];
+        scatter_rows(&split, &parts, 1, &mut out);
+        assert_eq!(out, [8, 0, 4, 1, 8, 3]);
+    }
+
+    #[test]
+    fn lru_keeps_at_most_cap() {
+        let open = OpenShards::new(2);
+        open.insert(1, "a");
+        open.insert(2, "b");
+        assert!(open.get(1).is_some()); // 2 is now the oldest
+        open.insert(3, "c");
+        assert!(open.get(2).is_none() && open.get(1).is_some() && open.get(3).is_some());
+        assert_eq!(*open.insert(3, "other"), "c");
+    }
+}

@@ -1,0 +1,175 @@
+//! A dataset's column over shards on the local file system: the native
+//! driver. A gather's shards fill their rows of the batch in place, in
+//! parallel (each shard's own gather shares its work too, see `work.rs`).
+
+use super::concat::{assemble_ragged, column_core, Concat, OpenShards, OPEN_SHARDS};
+use super::manifest::ColumnSpec;
+use crate::format::batch::{DenseBatch, RaggedBatch};
+use crate::format::{GatherPlan, RecordLoc, StoreCore, Verify};
+use crate::local::work;
+use crate::records::Records;
+use crate::{Error, OpenOptions, Result, Store};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// One column of a dataset on the local file system.
+#[derive(Debug)]
+pub struct LocalColumn {
+    concat: Arc<Concat>,
+    index: usize,
+    core: StoreCore,
+    root: PathBuf,
+    options: OpenOptions,
+    shards: OpenShards<Store>,
+}
+
+impl LocalColumn {
+    /// Column `index` of the dataset at `root`, its shards opened on first use.
+    ///
+    /// # Errors
+    /// `BadDataset` for a column whose schema does not encode.
+    pub fn new(concat: Arc<Concat>, index: usize, root: &Path, options: OpenOptions) -> Result<Self> {
+        let core = column_core(&concat, index)?;
+        Ok(LocalColumn {
+            concat,
+            index,
+            core,
+            root: root.to_path_buf(),
+            options,
+            shards: OpenShards::new(OPEN_SHARDS),
+        })
+    }
+
+    /// The column's spec in the manifest.
+    pub fn spec(&self) -> &ColumnSpec {
+        &self.concat.manifest.columns[self.index]
+    }
+    /// The shards laid end to end.
+    pub fn concat(&self) -> &Concat {
+        &self.concat
+    }
+    /// How many shards are open now.
+    pub fn open_shards(&self) -> usize {
+        self.shards.len()
+    }
+
+    /// Shard `k`'s store of this column, opened and checked against the
+    /// manifest on first use.
+    ///
+    /// # Errors
+    /// The open's errors, `BadShard` for a store that is missing or not what
+    /// the manifest says.
+    pub fn shard(&self, k: usize) -> Result<Arc<Store>> {
+        if let Some(s) = self.shards.get(k) {
+            return Ok(s);
+        }
+        let m = &self.concat.manifest;
+        let entry = &m.shards[k];
+        let name = &self.spec().name;
+        let files = entry.columns[name];
+        let bad = |check: String| Error::BadShard {
+            dataset: self.concat.name.clone(),
+            shard: entry.path.clone(),
+            check: format!("column {name:?}: {check}"),
+        };
+        let dir = self.root.join(super::layout::store_path(&entry.path, name));
+        let mut options = self.options;
+        options.verify = match (options.verify, files.sums.is_some()) {
+            (Verify::IfSealed, true) => Verify::Always,
+            (Verify::IfSealed, false) => Verify::Off,
+            (v, _) => v,
+        };
+        let store = Store::open_with(&dir, options).map_err(|e| match e {
+            Error::NotFound { what, .. } => bad(format!("{} is missing ({what})", dir.display())),
+            e => e,
+        })?;
+        m.check_store(&self.concat.name, k, self.index, store.info(), store.dict_bytes())?;
+        m.check_data_size(&self.concat.name, k, self.index, store.info().sizes.data)?;
+        if let Some(want) = files.sums {
+            let path = dir.join(crate::format::files::SUMS);
+            let got = std::fs::metadata(&path).map(|m| m.len()).map_err(|e| bad(format!("sums.zr: {e}")))?;
+            if got != want {
+                return Err(bad(format!("sums.zr is {got} bytes, the manifest says {want}")));
+            }
+        }
+        Ok(self.shards.insert(k, store))
+    }
+}
+
+impl Records for LocalColumn {
+    fn core(&self) -> &StoreCore {
+        &self.core
+    }
+
+    fn local_dir(&self) -> Option<&Path> {
+        None // many directories
+    }
+
+    fn raw_locs(&self, indices: &[u64]) -> Result<Vec<RecordLoc>> {
+        let split = self.concat.split(indices)?;
+        let mut out = vec![RecordLoc::default(); indices.len()];
+        for g in &split.groups {
+            for (&p, loc) in g.positions.iter().zip(self.shard(g.shard)?.raw_locs(&g.local)?) {
+                out[p] = loc;
+            }
+        }
+        Ok(out)
+    }
+
+    fn gather_into(&self, indices: &[u64], out: &mut [u8]) -> Result<()> {
+        let plan = GatherPlan::dense_into(&self.core, indices, out.len())?;
+        let row = plan.row().expect("a Dense plan");
+        let split = self.concat.split(indices)?;
+        if split.is_one_group() {
+            let g = &split.groups[0];
+            return self.shard(g.shard)?.gather_into(&g.local, out);
+        }
+        let stores = split.groups.iter().map(|g| self.shard(g.shard)).collect::<Result<Vec<_>>>()?;
+        if row == 0 {
+            return Ok(());
+        }
+        let mut slots: Vec<Option<&mut [u8]>> = out.chunks_mut(row).map(Some).collect();
+        let parts: Vec<(usize, Vec<&mut [u8]>)> = split
+            .groups
+            .iter()
+            .enumerate()
+            .map(|(g, group)| {
+                let rows = group.positions.iter().map(|&p| slots[p].take().expect("each position once"));
+                (g, rows.collect())
+            })
+            .collect();
+        work::share(parts.into_iter(), |(g, mut rows)| {
+            stores[g].gather_rows(&split.groups[g].local, &mut rows)
+        })
+    }
+
+    fn gather_dense_batch(&self, indices: &[u64], batch: &mut DenseBatch) -> Result<()> {
+        let plan = GatherPlan::dense(&self.core, indices)?;
+        let split = self.concat.split(indices)?;
+        if split.is_one_group() {
+            let g = &split.groups[0];
+            let store = self.shard(g.shard)?;
+            store.gather_dense_batch(&g.local, batch)?;
+            batch.dtype.clone_from(self.core.info().dtype());
+            return Ok(());
+        }
+        plan.size_dense(batch);
+        self.gather_into(indices, batch.data.as_mut_slice())
+    }
+
+    fn gather_ragged_into(&self, indices: &[u64], batch: &mut RaggedBatch) -> Result<()> {
+        GatherPlan::ragged(&self.core, indices)?;
+        let split = self.concat.split(indices)?;
+        if split.is_one_group() {
+            let g = &split.groups[0];
+            return self.shard(g.shard)?.gather_ragged_into(&g.local, batch);
+        }
+        let stores = split.groups.iter().map(|g| self.shard(g.shard)).collect::<Result<Vec<_>>>()?;
+        let mut parts: Vec<RaggedBatch> = vec![RaggedBatch::default(); split.groups.len()];
+        work::share(parts.iter_mut().enumerate(), |(g, part)| {
+            stores[g].gather_ragged_into(&split.groups[g].local, part)
+        })?;
+        assemble_ragged(&split, &parts, self.core.info().dtype().alignment(), batch);
+        Ok(())
+    }
+}
