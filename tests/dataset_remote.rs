@@ -54,8 +54,8 @@ fn same_records(local: &Dataset, remote: &Dataset, indices: &[u64]) {
         let want = local.column(name).unwrap().gather_any(indices).unwrap();
         let got = remote.column(name).unwrap().gather_any(indices).unwrap();
         assert_eq!(got.len(), want.len());
-        for k in 0..want.len() {
-            assert_eq!(got.record(k), want.record(k), "{name} record {}", indices[k]);
+        for (k, i) in indices.iter().enumerate() {
+            assert_eq!(got.record(k), want.record(k), "{name} record {i}");
         }
     }
 }
