@@ -80,8 +80,8 @@ fn race(a: &dyn Records, b: &dyn Records, batches: &[Vec<u64>]) -> (f64, f64) {
             *t += t0.elapsed();
         }
         if k == 0 {
-            for i in 0..batch.len() {
-                assert_eq!(out.0.record(i), out.1.record(i), "record {} differs", batch[i]);
+            for (k, i) in batch.iter().enumerate() {
+                assert_eq!(out.0.record(k), out.1.record(k), "record {i} differs");
             }
         }
     }
