@@ -138,7 +138,10 @@ impl NativeShardWriter {
     #[getter]
     fn path(&self) -> PyResult<String> {
         let guard = self.shard.lock().unwrap_or_else(PoisonError::into_inner);
-        guard.as_ref().map(|s| s.path().to_string()).ok_or_else(|| PyRuntimeError::new_err("shard is finished"))
+        guard
+            .as_ref()
+            .map(|s| s.path().to_string())
+            .ok_or_else(|| PyRuntimeError::new_err("shard is finished"))
     }
 
     /// Column `name`'s writer (its appends as a store's; `close` does nothing).
@@ -169,7 +172,8 @@ impl NativeShardWriter {
 #[pyfunction]
 pub fn commit(py: Python<'_>, target: String, shards: Vec<String>, mode: &str) -> PyResult<u64> {
     let mode: CommitMode = mode.parse().map_err(PyValueError::new_err)?;
-    let infos = shards.iter().map(|s| ShardInfo::from_json(s)).collect::<zrecord::Result<Vec<_>>>().py_err(py)?;
+    let infos =
+        shards.iter().map(|s| ShardInfo::from_json(s)).collect::<zrecord::Result<Vec<_>>>().py_err(py)?;
     py.detach(|| zrecord::dataset::commit(&target, &infos, mode)).py_err(py).map(|m| m.version)
 }
 

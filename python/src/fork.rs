@@ -10,10 +10,10 @@
 //! thing: it compares two integers per gather.
 
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use zrecord::dataset::{Column, Dataset, DatasetOptions};
 use zrecord::format::batch::{DenseBatch, RaggedBatch};
 use zrecord::format::{FileSizes, RecordLoc, StoreCore};
 use zrecord::open::Options;
-use zrecord::dataset::{Column, Dataset, DatasetOptions};
 use zrecord::{AnyStore, Records, Result};
 
 static HOME_PID: OnceLock<u32> = OnceLock::new();

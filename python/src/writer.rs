@@ -115,7 +115,12 @@ fn row_bytes(itemsize: usize, item_shape: &[u64]) -> usize {
 impl NativeWriter {
     /// The writer of column `name` of `shard` (created in this process),
     /// Dense when `item_shape` is given.
-    pub(crate) fn column(shard: SharedShard, name: String, itemsize: usize, item_shape: Option<&[u64]>) -> Self {
+    pub(crate) fn column(
+        shard: SharedShard,
+        name: String,
+        itemsize: usize,
+        item_shape: Option<&[u64]>,
+    ) -> Self {
         let row = item_shape.map(|shape| row_bytes(itemsize, shape));
         NativeWriter { target: Target::Column(shard, name.clone()), row, name, pid: std::process::id() }
     }
