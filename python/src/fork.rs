@@ -4,11 +4,13 @@
 //! workers of its parent are gone, while their bookkeeping says they exist,
 //! so work handed to them would wait forever. So a remote store is reopened
 //! in a child on first use, and loaders and writers refuse to run there (see
-//! their modules). (Gathers need nothing here: the core's thread pool is one
+//! their modules). A dataset's remote column is reopened the same way, at
+//! the version the parent read. (Gathers need nothing here: the core's thread pool is one
 //! per process, `work.rs`.) Nothing here costs the importing process a
 //! thing: it compares two integers per gather.
 
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use zrecord::dataset::{Column, Dataset, DatasetOptions};
 use zrecord::format::batch::{DenseBatch, RaggedBatch};
 use zrecord::format::{FileSizes, RecordLoc, StoreCore};
 use zrecord::open::Options;
@@ -26,14 +28,65 @@ pub fn forked() -> bool {
     std::process::id() != home_pid()
 }
 
-/// A store as the bindings hold it: any store [`zrecord::open`] gives,
-/// reopened (remote) in a forked child.
+/// A store as the bindings hold it: any store [`zrecord::open`] gives, or a
+/// dataset's column, reopened (remote) in a forked child.
 #[derive(Debug)]
 pub struct ForkSafe {
     inner: Arc<dyn Records>,
-    /// For a remote store: how to open it again in a child.
-    url: Option<(String, Options)>,
+    /// For a remote store or column: how to open it again in a child.
+    reopen: Option<Reopen>,
     child: Mutex<Option<(u32, Arc<dyn Records>)>>,
+}
+
+/// What a forked child opens again.
+#[derive(Debug)]
+enum Reopen {
+    /// A remote store.
+    Store(String, Options),
+    /// Column `column` of a remote dataset, at the version first read.
+    Column { target: String, options: DatasetOptions, column: usize },
+}
+
+impl Reopen {
+    fn open(&self) -> Result<Arc<dyn Records>> {
+        Ok(match self {
+            Reopen::Store(url, options) => Arc::new(zrecord::open::remote(url, options)?),
+            Reopen::Column { target, options, column } => {
+                Arc::new(DatasetColumn { ds: Arc::new(Dataset::open_with(target, options)?), index: *column })
+            }
+        })
+    }
+}
+
+/// Column `index` of a shared open dataset, as a store of its own.
+#[derive(Debug)]
+pub struct DatasetColumn {
+    ds: Arc<Dataset>,
+    index: usize,
+}
+
+impl DatasetColumn {
+    fn column(&self) -> &Column {
+        &self.ds.columns()[self.index]
+    }
+}
+
+impl Records for DatasetColumn {
+    fn core(&self) -> &StoreCore {
+        self.column().core()
+    }
+    fn raw_locs(&self, indices: &[u64]) -> Result<Vec<RecordLoc>> {
+        self.column().raw_locs(indices)
+    }
+    fn gather_into(&self, indices: &[u64], out: &mut [u8]) -> Result<()> {
+        self.column().gather_into(indices, out)
+    }
+    fn gather_dense_batch(&self, indices: &[u64], batch: &mut DenseBatch) -> Result<()> {
+        self.column().gather_dense_batch(indices, batch)
+    }
+    fn gather_ragged_into(&self, indices: &[u64], batch: &mut RaggedBatch) -> Result<()> {
+        self.column().gather_ragged_into(indices, batch)
+    }
 }
 
 impl ForkSafe {
@@ -41,17 +94,27 @@ impl ForkSafe {
     pub fn open(target: &str, options: Options) -> Result<Self> {
         Ok(match zrecord::open_with(target, &options)? {
             AnyStore::Local(store) => ForkSafe::new(Arc::new(store), None),
-            AnyStore::Remote(store) => ForkSafe::new(Arc::new(store), Some((target.to_string(), options))),
+            AnyStore::Remote(store) => {
+                ForkSafe::new(Arc::new(store), Some(Reopen::Store(target.to_string(), options)))
+            }
         })
     }
 
-    fn new(inner: Arc<dyn Records>, url: Option<(String, Options)>) -> Self {
-        ForkSafe { inner, url, child: Mutex::new(None) }
+    /// Column `index` of `ds`, opened from `target` with `options` (whose
+    /// version must be the one `ds` read, so a child reads the same records).
+    pub fn column(ds: Arc<Dataset>, index: usize, target: &str, options: DatasetOptions) -> Self {
+        let remote = !matches!(ds.columns()[index], Column::Local(_));
+        let reopen = remote.then(|| Reopen::Column { target: target.to_string(), options, column: index });
+        ForkSafe::new(Arc::new(DatasetColumn { ds, index }), reopen)
+    }
+
+    fn new(inner: Arc<dyn Records>, reopen: Option<Reopen>) -> Self {
+        ForkSafe { inner, reopen, child: Mutex::new(None) }
     }
 
     /// The store to read in this process.
     fn current(&self) -> Result<Arc<dyn Records>> {
-        let Some((url, options)) = self.url.as_ref().filter(|_| forked()) else {
+        let Some(reopen) = self.reopen.as_ref().filter(|_| forked()) else {
             return Ok(Arc::clone(&self.inner));
         };
         let pid = std::process::id();
@@ -61,7 +124,7 @@ impl ForkSafe {
                 return Ok(Arc::clone(store));
             }
         }
-        let store: Arc<dyn Records> = Arc::new(zrecord::open::remote(url, options)?);
+        let store = reopen.open()?;
         if let Some(old) = slot.replace((pid, Arc::clone(&store))) {
             std::mem::forget(old); // its HTTP workers belong to another process
         }

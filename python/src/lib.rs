@@ -4,11 +4,13 @@
 //! checks and shapes its results; this module only moves bytes: it opens
 //! stores (local, `http(s)://` or in buckets), gathers with the GIL released, hands the
 //! gathered buffers to NumPy without copying, writes, trains dictionaries,
-//! samples and drives the prefetching loader.
+//! samples and drives the prefetching loader; it also writes, commits and
+//! opens datasets, whose columns are read as stores.
 
 #![deny(unsafe_code)]
 
 mod arrays;
+mod dataset;
 mod errors;
 mod fork;
 mod loader;
@@ -33,5 +35,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(train::train_dict_store, m)?)?;
     m.add_function(wrap_pyfunction!(train::train_dict_native, m)?)?;
     m.add_function(wrap_pyfunction!(store::store_url, m)?)?;
+    m.add_class::<dataset::NativeDataset>()?;
+    m.add_class::<dataset::NativeShardWriter>()?;
+    m.add_function(wrap_pyfunction!(dataset::commit, m)?)?;
+    m.add_function(wrap_pyfunction!(dataset::upload_shard, m)?)?;
     Ok(())
 }

@@ -45,11 +45,7 @@ impl NativeStore {
         let verify = if verify { Verify::Always } else { Verify::Off };
         let options = zrecord::open::Options::default().verify(verify);
         let opened = py.detach(|| ForkSafe::open(&path, options));
-        Ok(NativeStore {
-            store: Arc::new(opened.py_err(py)?),
-            descr: PyOnceLock::new(),
-            last_ragged: AtomicUsize::new(0),
-        })
+        Ok(NativeStore::new(opened.py_err(py)?))
     }
 
     /// The name errors give the store (its path or URL).
@@ -161,6 +157,11 @@ impl NativeStore {
 }
 
 impl NativeStore {
+    /// The reader of `store` (a store, or a dataset's column).
+    pub(crate) fn new(store: ForkSafe) -> NativeStore {
+        NativeStore { store: Arc::new(store), descr: PyOnceLock::new(), last_ragged: AtomicUsize::new(0) }
+    }
+
     /// The store's dtype as NumPy's.
     pub(crate) fn descr<'py>(&self, py: Python<'py>) -> PyResult<&Bound<'py, PyArrayDescr>> {
         let descr = self

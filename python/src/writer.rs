@@ -7,7 +7,8 @@ use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyList;
 use std::ops::Range;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
+use zrecord::dataset::ShardWriter;
 use zrecord::local::writer::{CreateOptions, RecordRef, Writer};
 use zrecord::Codec;
 
@@ -27,11 +28,35 @@ const ROUND_BYTES: usize = 256 << 20;
 /// holds it while it takes the GIL back to copy (see [`NativeWriter::append_rounds`]).
 #[pyclass(frozen, module = "zrecord._native")]
 pub struct NativeWriter {
-    writer: Mutex<Option<Writer>>,
+    target: Target,
     /// Bytes per Dense row (`None` for a Ragged store).
     row: Option<usize>,
     name: String,
     pid: u32,
+}
+
+/// What a [`NativeWriter`] appends to.
+enum Target {
+    /// A store of its own, published by `close`.
+    Store(Mutex<Option<Writer>>),
+    /// Column `name` of a shard, closed with the shard by its `finish`.
+    Column(SharedShard, String),
+}
+
+/// A shard being written, shared by its columns' writers (`None` once finished).
+pub(crate) type SharedShard = Arc<Mutex<Option<ShardWriter>>>;
+
+impl Target {
+    /// Run `f` on the open writer, `None` when it is closed.
+    fn with<T>(&self, f: impl FnOnce(&mut Writer) -> zrecord::Result<T>) -> Option<zrecord::Result<T>> {
+        match self {
+            Target::Store(w) => w.lock().unwrap_or_else(PoisonError::into_inner).as_mut().map(f),
+            Target::Column(shard, name) => {
+                let mut guard = shard.lock().unwrap_or_else(PoisonError::into_inner);
+                guard.as_mut().map(|s| s.column(name).and_then(f))
+            }
+        }
+    }
 }
 
 /// The bytes of a caller's NumPy array, by address. Read only while the GIL
@@ -82,7 +107,24 @@ fn copy_round(gil: Python<'_>, spans: &[Span], buf: &mut [u8], ends: &mut Vec<us
     }
 }
 
+/// Bytes of a Dense row of `item_shape` items of `itemsize` bytes.
+fn row_bytes(itemsize: usize, item_shape: &[u64]) -> usize {
+    item_shape.iter().fold(itemsize, |n, &d| n.saturating_mul(d as usize))
+}
+
 impl NativeWriter {
+    /// The writer of column `name` of `shard` (created in this process),
+    /// Dense when `item_shape` is given.
+    pub(crate) fn column(
+        shard: SharedShard,
+        name: String,
+        itemsize: usize,
+        item_shape: Option<&[u64]>,
+    ) -> Self {
+        let row = item_shape.map(|shape| row_bytes(itemsize, shape));
+        NativeWriter { target: Target::Column(shard, name.clone()), row, name, pid: std::process::id() }
+    }
+
     /// Run `f` on the open writer, refusing a closed one and a forked child.
     fn with<T: Send>(
         &self,
@@ -103,10 +145,7 @@ impl NativeWriter {
             ));
         }
         // Appends from several Python threads serialize here, without the GIL.
-        let result = py.detach(|| {
-            let mut guard = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
-            guard.as_mut().map(f)
-        });
+        let result = py.detach(|| self.target.with(f));
         match result {
             Some(r) => r.py_err(py),
             None => Err(PyRuntimeError::new_err("Container is closed")),
@@ -156,8 +195,14 @@ impl Drop for NativeWriter {
         if std::process::id() != self.pid {
             // The parent's writer, copied by fork: its lock and files are the
             // parent's, so the child neither unlocks nor touches them.
-            if let Some(w) = self.writer.get_mut().unwrap_or_else(PoisonError::into_inner).take() {
-                std::mem::forget(w);
+            match &mut self.target {
+                Target::Store(w) => {
+                    if let Some(w) = w.get_mut().unwrap_or_else(PoisonError::into_inner).take() {
+                        std::mem::forget(w);
+                    }
+                }
+                // The shard's own handle forgets it (see `dataset.rs`).
+                Target::Column(..) => {}
             }
         }
     }
@@ -184,9 +229,13 @@ impl NativeWriter {
                 None => Writer::create_ragged(&path, &dtype, options),
             })
             .py_err(py)?;
-        let row = item_shape
-            .map(|shape| shape.iter().fold(writer.dtype().itemsize(), |n, &d| n.saturating_mul(d as usize)));
-        Ok(NativeWriter { writer: Mutex::new(Some(writer)), row, name: path, pid: std::process::id() })
+        let row = item_shape.map(|shape| row_bytes(writer.dtype().itemsize(), &shape));
+        Ok(NativeWriter {
+            target: Target::Store(Mutex::new(Some(writer))),
+            row,
+            name: path,
+            pid: std::process::id(),
+        })
     }
 
     /// Append Dense rows (C-order bytes, whole rows), copied out of `rows`
@@ -294,13 +343,7 @@ impl NativeWriter {
 
     /// Records appended so far.
     fn __len__(&self, py: Python<'_>) -> usize {
-        py.detach(|| {
-            self.writer
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .as_ref()
-                .map_or(0, |w| w.len() as usize)
-        })
+        py.detach(|| self.target.with(|w| Ok(w.len() as usize)).and_then(Result::ok).unwrap_or(0))
     }
 
     /// Publish the store (idempotent).
@@ -309,7 +352,10 @@ impl NativeWriter {
             // A child's copy of the parent's writer: never publish from here.
             return Ok(());
         }
-        let writer = py.detach(|| self.writer.lock().unwrap_or_else(PoisonError::into_inner).take());
+        let Target::Store(writer) = &self.target else {
+            return Ok(()); // a shard's column: the shard's `finish` closes it
+        };
+        let writer = py.detach(|| writer.lock().unwrap_or_else(PoisonError::into_inner).take());
         match writer {
             Some(w) => py.detach(|| w.close()).py_err(py),
             None => Ok(()),

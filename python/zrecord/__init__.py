@@ -12,7 +12,9 @@ Rust filled); ``Dense.gather(indices, out=...)`` fills your array;
 ``Ragged.gather(indices, packed=True)`` gives ``(values, offsets, shapes)``;
 the ``DataLoader`` delivers in step order, resumes from a step and shards by
 ``rank``/``world``; stores work as map-style datasets for
-``torch.utils.data`` and survive ``os.fork()``.
+``torch.utils.data`` and survive ``os.fork()``. Datasets (``write_shard`` in
+any number of workers, one ``commit``, ``open_dataset``) hold named columns
+over many shards, each column read as one store.
 """
 
 from ._errors import ZrecordError
@@ -20,6 +22,7 @@ from ._records import DICT_TIERS, Dense, Ragged
 from ._train import train_dict
 from ._sampler import Sampler
 from ._loader import DataLoader
+from ._dataset import Dataset, ShardInfo, commit, open_dataset, write_dataset, write_shard
 
 __version__ = "0.1.0"
 
@@ -31,4 +34,10 @@ __all__ = [
     "train_dict",
     "Sampler",
     "DataLoader",
+    "Dataset",
+    "ShardInfo",
+    "open_dataset",
+    "write_dataset",
+    "write_shard",
+    "commit",
 ]

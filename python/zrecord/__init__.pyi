@@ -191,3 +191,66 @@ class DataLoader(Iterator[Any]):
         """Stop every thread promptly. Idempotent, from any thread."""
     def __enter__(self) -> "DataLoader": ...
     def __exit__(self, exc_type: Any, exc_val: Any, exc_tb: Any) -> None: ...
+
+_Column = Union[npt.NDArray[Any], Sequence[npt.NDArray[Any]]]
+_Data = Mapping[str, _Column]
+
+class ShardInfo:
+    """A written shard, not yet committed (small and picklable: pass it to ``commit``)."""
+    json: str
+    path: str
+    length: int
+    columns: List[str]
+    def __init__(self, text: str) -> None: ...
+
+def write_shard(
+    uri: _PathLike, data: _Data, *, codec: _Codec = "zstd", codecs: Optional[Mapping[str, _Codec]] = None
+) -> ShardInfo:
+    """Write ``data`` as one new, uncommitted shard of the dataset at ``uri`` (a directory or bucket URL)."""
+
+def commit(
+    uri: _PathLike, shard_infos: Iterable[ShardInfo], *, mode: Literal["create", "append", "overwrite"] = "create"
+) -> int:
+    """Commit the shards as the dataset's next version; returns its number."""
+
+def write_dataset(
+    uri: _PathLike,
+    data: Union[_Data, Iterable[_Data]],
+    *,
+    codec: _Codec = "zstd",
+    rows_per_shard: Optional[int] = None,
+    mode: Literal["create", "append", "overwrite"] = "create",
+) -> "Dataset":
+    """Write ``data`` as shards and commit them once; returns the dataset at that version."""
+
+def open_dataset(uri: _PathLike, version: Optional[int] = None, verify: bool = False) -> "Dataset":
+    """Open version ``version`` (default: the newest) of the dataset at ``uri``."""
+
+class Dataset:
+    """One committed version of a dataset: named columns, each read as one store."""
+    uri: str
+    @property
+    def version(self) -> int:
+        """The committed version read."""
+    @property
+    def columns(self) -> List[str]:
+        """The column names, in order."""
+    @property
+    def shards(self) -> List[Tuple[str, int]]:
+        """Each shard's ``(path, length)``, in order."""
+    def shard_of(self, index: int) -> Tuple[int, int]:
+        """``(shard, start)``: the shard holding record ``index`` and its first global index."""
+    def __len__(self) -> int: ...
+    def keys(self) -> Iterable[str]: ...
+    def values(self) -> Iterable[Union[Dense, Ragged]]: ...
+    def items(self) -> Iterable[Tuple[str, Union[Dense, Ragged]]]: ...
+    def __iter__(self) -> Iterator[str]: ...
+    def __contains__(self, name: object) -> bool: ...
+    @overload
+    def __getitem__(self, key: str) -> Union[Dense, Ragged]: ...
+    @overload
+    def __getitem__(self, key: Union[_Index, _Indices]) -> Dict[str, Any]: ...
+    def __getitems__(self, idxs: _Indices) -> Dict[str, Any]:
+        """Every column's batch at ``idxs`` (torch's batched fetch)."""
+    def gather(self, indices: _Indices, columns: Optional[Iterable[str]] = None) -> Dict[str, Any]:
+        """``{column: batch}`` at ``indices``, every column or those named."""

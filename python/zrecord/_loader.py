@@ -34,7 +34,8 @@ class DataLoader:
     """An endless loader over one or more named, aligned streams.
 
     ``streams`` maps names to opened ``Dense``/``Ragged`` readers holding the
-    same number of records; each step draws one batch of indices from
+    same number of records (a ``Dataset``'s columns too; ``DataLoader(ds)``
+    takes them all); each step draws one batch of indices from
     loaderx's sampler (``batch_size``, ``mode``, ``seed``) and yields
     ``{name: values}`` — a ``(batch_size, *item_shape)`` array for a Dense
     stream, a list of arrays for a Ragged one — after ``transform`` (run on

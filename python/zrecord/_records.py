@@ -123,6 +123,12 @@ class _Base:
             if not _is_url(path) and os.path.isdir(name):
                 raise ZrecordError(-8, str(exc)) from None
             raise
+        self._adopt(store, dense)
+
+    def _adopt(self, store, dense):
+        """Read through ``store`` (a ``NativeStore``: a store or a dataset's
+        column), checking that it is of this geometry."""
+        self._writable = False
         kind = "dense" if dense else "ragged"
         if store.kind != kind:
             expected = ["dtype", "item_shape"] if dense else ["dtype"]
@@ -146,8 +152,20 @@ class _Base:
     def _create(self, path, dense, dtype, item_shape, codec, dict_bytes):
         if _is_url(path):
             raise ValueError(f"{path}: stores are created on the local file system, not at a URL")
-        self._writable = True
         self.path = Path(path)
+        self._check_create(dense, dtype, item_shape, codec, dict_bytes)
+        self._store = _native.NativeWriter.create(
+            os.fsdecode(os.fspath(path)),
+            self.dtype.str,
+            list(self.item_shape) if dense else None,
+            codec,
+            None if dict_bytes is None else bytes(dict_bytes),
+        )
+
+    def _check_create(self, dense, dtype, item_shape, codec, dict_bytes):
+        """Check a new store's schema and codec (``_store`` is set after)."""
+        self._writable = True
+        self._store = None
         self.dtype = _validate_dtype(np.dtype(dtype))
         self.codec = codec
         if not isinstance(codec, str) or codec not in ("raw", "zstd", "zstd_dict"):
@@ -167,13 +185,6 @@ class _Base:
                 raise ValueError(
                     f"dense record width {self._row_bytes} is outside the native limit"
                 )
-        self._store = _native.NativeWriter.create(
-            os.fsdecode(os.fspath(path)),
-            self.dtype.str,
-            list(self.item_shape) if dense else None,
-            codec,
-            None if dict_bytes is None else bytes(dict_bytes),
-        )
 
     def __len__(self):
         return len(self._require_store())
@@ -249,6 +260,9 @@ class _Base:
     def __reduce__(self):
         if self._writable or getattr(self, "_store", None) is None:
             raise TypeError(f"only an open {type(self).__name__} reader can be pickled")
+        reopen = getattr(self, "_reopen", None)
+        if reopen is not None:
+            return reopen  # a dataset's column (see _dataset.py)
         path = self.path if isinstance(self.path, str) else os.fspath(self.path)
         return (type(self).open, (path,))
 

@@ -198,6 +198,24 @@ pub fn describe_shard(root: &Path, path: &str) -> Result<ShardInfo> {
     Ok(ShardInfo { path: path.to_string(), length: length.unwrap_or_default(), columns: specs, files })
 }
 
+/// Upload a shard written under the local `staging_root` to the dataset at
+/// the bucket prefix `url`, one push per column store (`meta.zr` last, so a
+/// store is whole once it is there). The shard stays invisible until a
+/// commit names it; a failed upload leaves debris that `gc` removes.
+///
+/// # Errors
+/// The pushes' errors (the staged store's open errors, bucket errors).
+#[cfg(feature = "cloud")]
+pub fn upload_shard(staging_root: &Path, info: &ShardInfo, url: &str) -> Result<()> {
+    let base = url.trim_end_matches('/');
+    for c in &info.columns {
+        let dir = staging_root.join(&info.path).join(&c.name);
+        let to = format!("{base}/{}/{}", info.path, c.name);
+        crate::remote::push::push(&dir, &to, crate::remote::push::PushOptions::default())?;
+    }
+    Ok(())
+}
+
 /// How a commit treats the versions before it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CommitMode {
