@@ -7,7 +7,7 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use zrecord::format::Verify;
 use zrecord::location::Location;
-use zrecord::open::Options;
+use zrecord::open::{AnyStore, Options};
 use zrecord::dataset::{layout, DatasetOptions};
 use zrecord::{Batch, Dataset, Error, Records};
 
@@ -90,7 +90,7 @@ pub fn for_each_chunk(
 
 /// What a STORE argument names: a store, or a dataset of columns.
 pub enum Target {
-    Store(Box<dyn Records>),
+    Store(AnyStore),
     Dataset(Box<Dataset>),
 }
 
@@ -109,7 +109,11 @@ pub struct DatasetArgs {
 /// dataset when it holds `zrecord.json` and no `meta.zr`; a URL is opened as
 /// a store first and, when no store is there, as a dataset.
 pub fn open_target(arg: &Path, d: &DatasetArgs) -> CliResult<Target> {
-    let opts = Options::default().verify(Verify::IfSealed);
+    open_target_with(arg, d, &Options::default().verify(Verify::IfSealed))
+}
+
+/// [`open_target`] with the options stores (and a dataset's shards) open with.
+pub fn open_target_with(arg: &Path, d: &DatasetArgs, opts: &Options) -> CliResult<Target> {
     let ds_opts = DatasetOptions { version: d.version, open: opts.clone() };
     let as_dataset = |target: &str| -> zrecord::Result<Target> {
         Ok(Target::Dataset(Box::new(Dataset::open_with(target, &ds_opts)?)))
@@ -120,12 +124,12 @@ pub fn open_target(arg: &Path, d: &DatasetArgs) -> CliResult<Target> {
             if is_local_dataset(&dir) {
                 as_dataset(&dir.to_string_lossy())?
             } else {
-                Target::Store(open(arg)?)
+                Target::Store(zrecord::open_with(arg, opts)?)
             }
         }
         Some(url) if d.version.is_some() => as_dataset(url)?,
-        Some(url) => match zrecord::open_with(arg, &opts) {
-            Ok(store) => Target::Store(Box::new(store)),
+        Some(url) => match zrecord::open_with(arg, opts) {
+            Ok(store) => Target::Store(store),
             Err(store_err @ Error::NotFound { .. }) => match as_dataset(url) {
                 Err(Error::NotFound { .. }) => {
                     return Err(format!("{store_err} (and no dataset manifest {} there either)", layout::MANIFEST).into())
@@ -160,7 +164,7 @@ impl Target {
     /// given, else every column.
     pub fn columns<'a>(&'a self, column: Option<&'a str>) -> CliResult<Vec<(Option<&'a str>, &'a dyn Records)>> {
         Ok(match self {
-            Target::Store(s) => vec![(None, s.as_ref())],
+            Target::Store(s) => vec![(None, s.records())],
             Target::Dataset(ds) => match column {
                 Some(name) => vec![(Some(name), ds.column(name)? as &dyn Records)],
                 None => ds.specs().iter().map(|c| c.name.as_str()).zip(ds.columns()).map(|(n, c)| (Some(n), c as &dyn Records)).collect(),
