@@ -36,6 +36,7 @@ mod serve;
 mod train_dict;
 mod values;
 mod verify;
+mod verify_dataset;
 
 use clap::{Parser, Subcommand};
 use common::{Ctx, Fail};
