@@ -194,7 +194,9 @@ pub fn run(ctx: &Ctx, a: Args) -> CliResult {
     let (mut target, mut open_ms) = open()?;
     if let Target::Dataset(ds) = &target {
         if a.cold || a.backend.is_some() {
-            return Err(format!("{}: --cold and --backend are for stores, not datasets", ds.location()).into());
+            return Err(
+                format!("{}: --cold and --backend are for stores, not datasets", ds.location()).into()
+            );
         }
     }
     let column = a.dataset.column.as_deref();

@@ -29,7 +29,8 @@ pub struct Args {
 fn parse_age(s: &str) -> Result<Duration, String> {
     let t = s.trim();
     let (digits, unit) = t.split_at(t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len()));
-    let n: u64 = digits.parse().map_err(|_| format!("{s:?}: expected a number and a unit, e.g. 30m, 1h, 2d"))?;
+    let n: u64 =
+        digits.parse().map_err(|_| format!("{s:?}: expected a number and a unit, e.g. 30m, 1h, 2d"))?;
     let secs = match unit {
         "" | "s" => 1,
         "m" => 60,
@@ -54,7 +55,9 @@ pub fn run(_ctx: &Ctx, a: Args) -> CliResult {
     let removed = zrecord::dataset::writer::gc(&dir, a.older_than, a.dry_run)?;
     let mut out = Out::new();
     if a.json {
-        out.line(&json!({"path": dir.display().to_string(), "dry_run": a.dry_run, "removed": removed}).to_string())?;
+        out.line(
+            &json!({"path": dir.display().to_string(), "dry_run": a.dry_run, "removed": removed}).to_string(),
+        )?;
         return out.flush();
     }
     let what = if a.dry_run { "would remove" } else { "removed" };

@@ -56,7 +56,9 @@ pub fn run(_ctx: &Ctx, a: Args) -> CliResult {
             } else {
                 let (_, dtype, batch) = &batches[0];
                 let mut v = json!({"i": i});
-                v.as_object_mut().expect("an object").extend(one(dtype, batch).as_object().cloned().unwrap_or_default());
+                v.as_object_mut()
+                    .expect("an object")
+                    .extend(one(dtype, batch).as_object().cloned().unwrap_or_default());
                 v
             };
             out.line(&v.to_string())?;

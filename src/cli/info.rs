@@ -5,11 +5,11 @@ use super::common::{shape_text, size, CliResult, Ctx, Out};
 use super::records::{self, DatasetArgs, Target};
 use serde_json::{json, Value};
 use std::path::PathBuf;
+use zrecord::dataset::ShardFiles;
 use zrecord::format::Kind;
 use zrecord::format::StoreFile;
-use zrecord::dataset::ShardFiles;
-use zrecord::{Dataset, Records};
 use zrecord::{DType, Geometry};
+use zrecord::{Dataset, Records};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -112,7 +112,10 @@ fn dataset_text(v: &Value) -> Vec<String> {
         line.push_str(&format!(", codec {}", s("codec")));
         if let Some(d) = c["dict"].as_object() {
             let xxh3 = d.get("xxh3").and_then(Value::as_str).unwrap_or("");
-            line.push_str(&format!(" (shared dictionary, {} bytes, xxh3 {xxh3})", d.get("size").and_then(Value::as_u64).unwrap_or(0)));
+            line.push_str(&format!(
+                " (shared dictionary, {} bytes, xxh3 {xxh3})",
+                d.get("size").and_then(Value::as_u64).unwrap_or(0)
+            ));
         }
         line.push_str(&format!(", {}", size(c["sizes"]["total"].as_u64().unwrap_or(0))));
         let sealed = c["sealed_shards"].as_u64().unwrap_or(0);

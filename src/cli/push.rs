@@ -119,10 +119,8 @@ fn push_dataset(ctx: &Ctx, root: &Path, url: &str, options: PushOptions) -> CliR
         }
     }
     spin.finish_and_clear();
-    let mut files: Vec<(String, PathBuf)> = versions
-        .iter()
-        .map(|(n, path)| (layout::version_path(*n), path.clone()))
-        .collect();
+    let mut files: Vec<(String, PathBuf)> =
+        versions.iter().map(|(n, path)| (layout::version_path(*n), path.clone())).collect();
     files.push((layout::MANIFEST.to_string(), newest));
     pushed.extend(push_files_in_order(&files, url, options)?);
     Ok(pushed)

@@ -5,10 +5,10 @@
 use super::common::CliResult;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
+use zrecord::dataset::{layout, DatasetOptions};
 use zrecord::format::Verify;
 use zrecord::location::Location;
 use zrecord::open::{AnyStore, Options};
-use zrecord::dataset::{layout, DatasetOptions};
 use zrecord::{Batch, Dataset, Error, Records};
 
 /// The URL a STORE argument names, if it names one (the library's scheme
@@ -132,7 +132,11 @@ pub fn open_target_with(arg: &Path, d: &DatasetArgs, opts: &Options) -> CliResul
             Ok(store) => Target::Store(store),
             Err(store_err @ Error::NotFound { .. }) => match as_dataset(url) {
                 Err(Error::NotFound { .. }) => {
-                    return Err(format!("{store_err} (and no dataset manifest {} there either)", layout::MANIFEST).into())
+                    return Err(format!(
+                        "{store_err} (and no dataset manifest {} there either)",
+                        layout::MANIFEST
+                    )
+                    .into())
                 }
                 other => other?,
             },
@@ -162,12 +166,21 @@ pub fn is_local_dataset(dir: &Path) -> bool {
 impl Target {
     /// The columns to read, named (`None` for a store): `column` alone when
     /// given, else every column.
-    pub fn columns<'a>(&'a self, column: Option<&'a str>) -> CliResult<Vec<(Option<&'a str>, &'a dyn Records)>> {
+    pub fn columns<'a>(
+        &'a self,
+        column: Option<&'a str>,
+    ) -> CliResult<Vec<(Option<&'a str>, &'a dyn Records)>> {
         Ok(match self {
             Target::Store(s) => vec![(None, s.records())],
             Target::Dataset(ds) => match column {
                 Some(name) => vec![(Some(name), ds.column(name)? as &dyn Records)],
-                None => ds.specs().iter().map(|c| c.name.as_str()).zip(ds.columns()).map(|(n, c)| (Some(n), c as &dyn Records)).collect(),
+                None => ds
+                    .specs()
+                    .iter()
+                    .map(|c| c.name.as_str())
+                    .zip(ds.columns())
+                    .map(|(n, c)| (Some(n), c as &dyn Records))
+                    .collect(),
             },
         })
     }

@@ -40,7 +40,9 @@ pub fn run(ctx: &Ctx, target: &Path, d: &DatasetArgs, json_out: bool) -> CliResu
     let ds = Dataset::open_with(&name, &DatasetOptions { version: d.version, ..Default::default() })?;
     let m = ds.manifest();
     let columns: Vec<usize> = match &d.column {
-        Some(c) => vec![m.column_index(c).ok_or_else(|| ds.column(c).err().map(Fail::from).unwrap_or(Fail::Reported))?],
+        Some(c) => vec![m
+            .column_index(c)
+            .ok_or_else(|| ds.column(c).err().map(Fail::from).unwrap_or(Fail::Reported))?],
         None => (0..m.columns.len()).collect(),
     };
     let (mut problems, mut warnings) = (Vec::new(), Vec::new());
@@ -101,7 +103,10 @@ pub fn run(ctx: &Ctx, target: &Path, d: &DatasetArgs, json_out: bool) -> CliResu
             for f in list.iter() {
                 let record = f.finding.index.filter(|i| !f.finding.message.contains(&format!("record {i}")));
                 let record = record.map_or(String::new(), |i| format!("record {i}: "));
-                out.line(&format!("{what}: shard {} column {}: {record}{}", f.shard, f.column, f.finding.message))?;
+                out.line(&format!(
+                    "{what}: shard {} column {}: {record}{}",
+                    f.shard, f.column, f.finding.message
+                ))?;
             }
         }
         if sealed < opened {
@@ -158,19 +163,35 @@ fn against(
     let want = m.shards[shard].columns[&m.columns[column].name].sums;
     if want != sums {
         let say = |n: Option<u64>| n.map_or("absent".to_string(), |n| format!("{n} bytes"));
-        found.push(format!("against the manifest: sums.zr is {}, the manifest says {}", say(sums), say(want)));
+        found.push(format!(
+            "against the manifest: sums.zr is {}, the manifest says {}",
+            say(sums),
+            say(want)
+        ));
     }
     found
 }
 
-fn against_local(m: &Manifest, dataset: &str, shard: usize, column: usize, dir: &Path) -> Option<Vec<String>> {
+fn against_local(
+    m: &Manifest,
+    dataset: &str,
+    shard: usize,
+    column: usize,
+    dir: &Path,
+) -> Option<Vec<String>> {
     let store = Store::open(dir).ok()?;
     let data = std::fs::metadata(dir.join(DATA)).ok()?.len();
     let sums = std::fs::metadata(dir.join(SUMS)).ok().map(|f| f.len());
     Some(against(m, dataset, shard, column, store.info(), store.dict_bytes(), data, sums))
 }
 
-fn against_remote(m: &Manifest, dataset: &str, shard: usize, column: usize, url: &str) -> Option<Vec<String>> {
+fn against_remote(
+    m: &Manifest,
+    dataset: &str,
+    shard: usize,
+    column: usize,
+    url: &str,
+) -> Option<Vec<String>> {
     let store = zrecord::open::remote(url, &Options::default()).ok()?;
     let data = store.data_size().ok()?;
     let sums = store.read_sidecar().ok()?.map(|b| b.len() as u64);

@@ -248,7 +248,11 @@ pub fn push(dir: &Path, url: &str, options: PushOptions) -> Result<Vec<PushedFil
 ///
 /// # Errors
 /// As [`push`], without the store's.
-pub fn push_files_in_order(files: &[(String, PathBuf)], url: &str, options: PushOptions) -> Result<Vec<PushedFile>> {
+pub fn push_files_in_order(
+    files: &[(String, PathBuf)],
+    url: &str,
+    options: PushOptions,
+) -> Result<Vec<PushedFile>> {
     let root = url.trim_end_matches('/');
     let mut out = Vec::with_capacity(files.len());
     for (name, path) in files {
@@ -259,7 +263,8 @@ pub fn push_files_in_order(files: &[(String, PathBuf)], url: &str, options: Push
             None => (root.to_string(), name.as_str()),
         };
         let bucket = Bucket::from_url(&dir, BucketRetry::default())?;
-        let mut pushed = runtime::block_on(push_files(bucket, vec![(file.to_string(), path.clone(), size)], options))?;
+        let mut pushed =
+            runtime::block_on(push_files(bucket, vec![(file.to_string(), path.clone(), size)], options))?;
         for p in &mut pushed {
             p.name = name.clone();
         }
