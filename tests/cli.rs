@@ -1012,3 +1012,231 @@ fn bench_cold_is_for_local_stores() {
     let err = fails(&[&"bench", &store, &"--cold", &"--rounds", &"0"]);
     assert!(err.contains("--rounds must be at least 1"), "{err}");
 }
+
+// ---------------------------------------------------------------- datasets
+
+fn dataset_fixture() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/dataset-v1")
+}
+
+/// A copy of the fixture dataset, to break or collect.
+fn dataset_copy() -> (tempfile::TempDir, PathBuf) {
+    let dir = tmp();
+    let root = dir.path().join("ds");
+    let status = Command::new("cp").arg("-r").arg(dataset_fixture()).arg(&root).status().unwrap();
+    assert!(status.success());
+    (dir, root)
+}
+
+/// Write a two-column dataset (x: Dense <f4 [2], tokens: Ragged <u2) of
+/// `cuts` shards at `root` and commit it; append `more` as version 2.
+fn write_dataset(root: &Path, cuts: &[u64], more: Option<std::ops::Range<u64>>) {
+    use zrecord::dataset::writer::ColumnDef;
+    use zrecord::dataset::{commit, CommitMode, ShardWriter};
+    use zrecord::{Codec, CreateOptions, Geometry};
+    let shard = |range: std::ops::Range<u64>| {
+        let columns = vec![
+            ColumnDef {
+                name: "x".into(),
+                dtype: "<f4".into(),
+                geometry: Geometry::Dense { item_shape: vec![2] },
+                options: CreateOptions::codec(Codec::Zstd),
+            },
+            ColumnDef {
+                name: "tokens".into(),
+                dtype: "<u2".into(),
+                geometry: Geometry::Ragged,
+                options: CreateOptions::codec(Codec::Raw),
+            },
+        ];
+        let mut w = ShardWriter::create(root, columns).unwrap();
+        for i in range {
+            w.column("x").unwrap().append_typed(&[i as f32, -(i as f32)]).unwrap();
+            let t: Vec<u16> = (0..i % 5 + 1).map(|k| (i * 10 + k) as u16).collect();
+            let shape = [t.len() as u64];
+            let bytes: Vec<u8> = t.iter().flat_map(|v| v.to_le_bytes()).collect();
+            w.column("tokens").unwrap().append_ragged(&[(&shape[..], &bytes[..])]).unwrap();
+        }
+        w.finish().unwrap()
+    };
+    let infos: Vec<_> = cuts.windows(2).map(|w| shard(w[0]..w[1])).collect();
+    commit(root.to_str().unwrap(), &infos, CommitMode::Create).unwrap();
+    if let Some(range) = more {
+        commit(root.to_str().unwrap(), &[shard(range)], CommitMode::Append).unwrap();
+    }
+}
+
+#[test]
+fn dataset_info_get_checksum_export_bench_and_verify() {
+    for (_dir, root) in [(None, dataset_fixture()), {
+        let d = tmp();
+        let root = d.path().join("written");
+        write_dataset(&root, &[0, 4, 4, 9, 10], None);
+        (Some(d), root)
+    }] {
+        let info: Value = serde_json::from_str(&ok(&[&"info", &"--json", &root])).unwrap();
+        assert_eq!(info["dataset"], true);
+        assert_eq!(info["len"], 10, "{info}");
+        assert_eq!(info["version"], 1);
+        let names: Vec<&str> =
+            info["columns"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
+        assert_eq!(names, ["x", "tokens"]);
+        assert_eq!(info["columns"][0]["kind"], "dense");
+        assert_eq!(info["columns"][0]["item_shape"], serde_json::json!([2]));
+        assert_eq!(info["columns"][1]["dtype"], "<u2");
+        let text = ok(&[&"info", &root]);
+        assert!(
+            text.contains("version      1") && text.contains("tokens") && text.contains("codec zstd"),
+            "{text}"
+        );
+        let one: Value =
+            serde_json::from_str(&ok(&[&"info", &"--json", &"--column", &"tokens", &root])).unwrap();
+        assert_eq!((one["kind"].as_str(), one["len"].as_u64()), (Some("ragged"), Some(10)));
+
+        // get: every column of a record, or one.
+        let got = json_lines(&ok(&[&"get", &"--json", &root, &"5", &"0"]));
+        assert_eq!(got[0]["i"], 5);
+        assert_eq!(got[0]["columns"]["x"]["values"][0].as_f64(), Some(5.0));
+        assert!(got[1]["columns"]["tokens"]["values"].is_array(), "{}", got[1]);
+        let x = json_lines(&ok(&[&"get", &"--json", &"--column", &"x", &root, &"9"]));
+        assert_eq!(x[0]["values"][0].as_f64(), Some(9.0));
+        let text = ok(&[&"get", &root, &"3"]);
+        assert!(text.contains("record 3: column x:") && text.contains("record 3: column tokens:"), "{text}");
+
+        // checksum: each column's lines equal those of its records gathered one by one.
+        let lines = json_lines(&ok(&[&"checksum", &"--json", &root]));
+        assert_eq!(lines.len(), 20);
+        assert_eq!((lines[0]["column"].as_str(), lines[10]["column"].as_str()), (Some("x"), Some("tokens")));
+        let ds = zrecord::Dataset::open(root.to_str().unwrap()).unwrap();
+        use zrecord::Records;
+        for (k, line) in lines.iter().enumerate() {
+            let column = ds.column(line["column"].as_str().unwrap()).unwrap();
+            let batch = column.gather_any(&[line["i"].as_u64().unwrap()]).unwrap();
+            assert_eq!(line["sha256"].as_str().unwrap(), sha(batch.record(0).1), "line {k}");
+        }
+        let tokens = ok(&[&"checksum", &"--column", &"tokens", &root]);
+        assert_eq!(tokens.lines().count(), 10);
+        assert!(tokens.lines().all(|l| l.starts_with("tokens ")), "{tokens}");
+
+        // export: every column into a new directory, or one column like a store.
+        let out = tmp();
+        let dir = out.path().join("all");
+        ok(&[&"export", &root, &dir]);
+        let header = npy::parse("x.npy", &std::fs::read(dir.join("x.npy")).unwrap()).unwrap();
+        assert_eq!(header.shape, [10, 2]);
+        assert!(dir.join("tokens.values.npy").is_file() && dir.join("tokens.offsets.npy").is_file());
+        ok(&[&"export", &"--column", &"x", &root, &out.path().join("x.npy")]);
+        let err = fails(&[&"export", &root, &dir]);
+        assert!(err.contains("already exists"), "{err}");
+
+        // bench: one column.
+        let b: Value = serde_json::from_str(&ok(&[
+            &"bench",
+            &"--json",
+            &"--column",
+            &"tokens",
+            &"--batch",
+            &"4",
+            &"--batches",
+            &"3",
+            &root,
+        ]))
+        .unwrap();
+        assert_eq!(b["len"], 10);
+        let err = fails(&[&"bench", &root]);
+        assert!(err.contains("--column") && err.contains("x, tokens"), "{err}");
+
+        // verify: every shard of every column.
+        let v: Value = serde_json::from_str(&ok(&[&"verify", &"--json", &root])).unwrap();
+        assert_eq!(
+            (v["ok"].as_bool(), v["stores"].as_u64()),
+            (Some(true), Some(2 * info["shards"].as_u64().unwrap()))
+        );
+        assert!(ok(&[&"verify", &root]).contains(": ok: version 1"));
+    }
+    // --column and --version are for datasets.
+    let f = &fixtures()[0];
+    let err = fails(&[&"info", &"--column", &"x", &f.path()]);
+    assert!(err.contains("--column is for datasets"), "{err}");
+    let err = fails(&[&"info", &"--column", &"nope", &dataset_fixture()]);
+    assert!(err.contains("no column \"nope\""), "{err}");
+}
+
+#[test]
+fn dataset_versions_open_by_number() {
+    let d = tmp();
+    let root = d.path().join("ds");
+    write_dataset(&root, &[0, 3, 6], Some(6..8));
+    let newest: Value = serde_json::from_str(&ok(&[&"info", &"--json", &root])).unwrap();
+    assert_eq!((newest["version"].as_u64(), newest["len"].as_u64()), (Some(2), Some(8)));
+    let old: Value = serde_json::from_str(&ok(&[&"info", &"--json", &"--version", &"1", &root])).unwrap();
+    assert_eq!((old["version"].as_u64(), old["len"].as_u64()), (Some(1), Some(6)));
+    assert_eq!(ok(&[&"checksum", &"--version", &"1", &"--column", &"x", &root]).lines().count(), 6);
+    ok(&[&"verify", &"--version", &"1", &root]);
+    let err = fails(&[&"info", &"--version", &"7", &root]);
+    assert!(err.contains("no version 7"), "{err}");
+}
+
+#[test]
+fn dataset_verify_names_the_broken_shard_and_column() {
+    let manifest: Value =
+        serde_json::from_slice(&std::fs::read(dataset_fixture().join("zrecord.json")).unwrap()).unwrap();
+    let shards: Vec<(String, u64)> = manifest["shards"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["path"].as_str().unwrap().to_string(), s["length"].as_u64().unwrap()))
+        .collect();
+    // A missing file.
+    let (_d, root) = dataset_copy();
+    std::fs::remove_file(root.join(&shards[0].0).join("x/data.zr")).unwrap();
+    let out = run(&[&"verify", &root]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(!out.status.success(), "{text}");
+    let want = format!("problem: shard {} column x: ", shards[0].0);
+    assert!(text.lines().any(|l| l.starts_with(&want) && l.contains("data.zr")), "{text}");
+    assert!(text.contains("FAILED"), "{text}");
+    // A store of another length in its place.
+    let (_d, root) = dataset_copy();
+    let (other, _) = shards.iter().find(|(_, len)| *len != shards[1].1).unwrap();
+    let target = root.join(&shards[1].0).join("tokens");
+    std::fs::remove_dir_all(&target).unwrap();
+    let status =
+        Command::new("cp").arg("-r").arg(root.join(other).join("tokens")).arg(&target).status().unwrap();
+    assert!(status.success());
+    let out = run(&[&"verify", &"--json", &root]);
+    assert!(!out.status.success());
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let problems = v["problems"].as_array().unwrap();
+    assert!(
+        problems.iter().any(|p| p["shard"] == shards[1].0.as_str()
+            && p["column"] == "tokens"
+            && p["message"].as_str().unwrap().contains("records, the manifest says")),
+        "{v}"
+    );
+}
+
+#[test]
+fn gc_dry_run_then_removes_only_old_uncommitted_shards() {
+    let (_d, root) = dataset_copy();
+    let old = root.join("shards/0000000000001-00000000000000ab");
+    let fresh = root.join(format!(
+        "shards/{:013}-00000000000000cd",
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis()
+    ));
+    for d in [&old, &fresh] {
+        std::fs::create_dir_all(d.join("x")).unwrap();
+    }
+    let dry = ok(&[&"gc", &root, &"--older-than", &"1h", &"--dry-run"]);
+    assert!(dry.contains("would remove") && dry.contains("0000000000001-00000000000000ab"), "{dry}");
+    assert!(!dry.contains("00000000000000cd"), "{dry}");
+    assert!(old.is_dir());
+    let done: Value = serde_json::from_str(&ok(&[&"gc", &root, &"--older-than", &"1h", &"--json"])).unwrap();
+    assert_eq!(done["removed"], serde_json::json!(["shards/0000000000001-00000000000000ab"]));
+    assert!(!old.exists() && fresh.is_dir());
+    ok(&[&"verify", &root]);
+    let err = fails(&[&"gc", &root, &"--older-than", &"1w"]);
+    assert!(err.contains("unknown unit") || err.contains("1w"), "{err}");
+    let err = fails(&[&"gc", &fixtures()[0].path(), &"--older-than", &"1h"]);
+    assert!(err.contains("not a dataset"), "{err}");
+}

@@ -1,5 +1,7 @@
 //! `zrecord bench STORE|URL`: how fast random training batches come out of
 //! a store — local, or in a bucket — before a training run depends on it.
+//! A dataset's column (`--column`, needed when it has several) is timed
+//! the same way, over all its shards.
 //!
 //! Gathers IID batches drawn by the sampler (loaderx's streams), one at a
 //! time as a training step would, after `--warmup` untimed batches (the
@@ -31,6 +33,7 @@
 //! settings.
 
 use super::common::{parse_shard, size, CliResult, Ctx, Out};
+use super::records::{self, DatasetArgs, Target};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -42,8 +45,10 @@ use zrecord::{Backend, Batch, Records};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Store directory, or its URL (s3://, gs://, az://, http(s)://).
+    /// Store or dataset directory, or its URL (s3://, gs://, az://, http(s)://).
     store: PathBuf,
+    #[command(flatten)]
+    dataset: DatasetArgs,
     /// Records per batch.
     #[arg(long, default_value_t = 256, value_name = "B")]
     batch: u64,
@@ -181,22 +186,30 @@ pub fn run(ctx: &Ctx, a: Args) -> CliResult {
     if let Some(b) = a.backend {
         options.local.backend = b;
     }
-    let open = || -> CliResult<(AnyStore, f64)> {
+    let open = || -> CliResult<(Target, f64)> {
         let opened = Instant::now();
-        let store = zrecord::open_with(&a.store, &options)?;
-        Ok((store, opened.elapsed().as_secs_f64() * 1e3))
+        let target = records::open_target_with(&a.store, &a.dataset, &options)?;
+        Ok((target, opened.elapsed().as_secs_f64() * 1e3))
     };
-    let (mut store, mut open_ms) = open()?;
-    let len = store.records().len();
+    let (mut target, mut open_ms) = open()?;
+    if let Target::Dataset(ds) = &target {
+        if a.cold || a.backend.is_some() {
+            return Err(
+                format!("{}: --cold and --backend are for stores, not datasets", ds.location()).into()
+            );
+        }
+    }
+    let column = a.dataset.column.as_deref();
+    let len = target.one(column, "bench")?.len();
     if len == 0 {
-        return Err(format!("{}: the store is empty", store.records().name()).into());
+        return Err(format!("{}: the store is empty", target.one(column, "bench")?.name()).into());
     }
     // Checked here, before any round: a bad --shard fails at once.
     let sampler = Sampler::new(len, a.batch, Mode::Iid, a.seed)?;
     if let Some((rank, world)) = a.shard {
         sampler.shard(rank, world)?;
     }
-    let dir = store.as_local().map(|s| s.path().to_path_buf());
+    let dir = store_of(&target).and_then(AnyStore::as_local).map(|s| s.path().to_path_buf());
     let bar = ctx.bar(plan.rounds * a.batches * a.batch, "bench");
     let mut rounds = Vec::with_capacity(plan.rounds as usize);
     for r in 0..plan.rounds {
@@ -204,18 +217,21 @@ pub fn run(ctx: &Ctx, a: Args) -> CliResult {
             let dir = dir.as_deref().expect("--cold is refused for remote stores");
             bar.set_message("evicting");
             // Every mapping closed first: mapped pages are never dropped.
-            drop(store);
+            drop(target);
             cache::evict(dir)?;
-            (store, open_ms) = open()?;
+            (target, open_ms) = open()?;
         }
         bar.set_message(format!("round {}/{}", r + 1, plan.rounds));
-        let mut round = one_round(&plan, r, store.records(), store.as_remote(), &bar)?;
+        let remote = store_of(&target).and_then(AnyStore::as_remote);
+        let mut round = one_round(&plan, r, target.one(column, "bench")?, remote, &bar)?;
         round.open_ms = open_ms;
         rounds.push(round);
     }
     bar.finish_and_clear();
-    let records = store.records();
-    let remote = store.as_remote();
+    let records = target.one(column, "bench")?;
+    let store = store_of(&target);
+    let remote = store.and_then(AnyStore::as_remote);
+    let local = store.and_then(AnyStore::as_local);
 
     let device = match (&dir, a.cold && a.device_secs > 0.0) {
         (Some(dir), true) => Some(device_json(ctx, &dir.join("data.zr"), records, a.device_secs)),
@@ -244,9 +260,9 @@ pub fn run(ctx: &Ctx, a: Args) -> CliResult {
     let v = json!({
         "store": records.name(),
         "remote": remote.is_some(),
-        "backend": store.as_local().map(|s| format!("{:?}", s.backend()).to_lowercase()),
+        "backend": local.map(|s| format!("{:?}", s.backend()).to_lowercase()),
         "len": len,
-        "file_bytes": store.as_local().map(|s| {
+        "file_bytes": local.map(|s| {
             let z = s.info().sizes;
             z.meta + z.data + z.dict.unwrap_or(0)
         }),
@@ -290,6 +306,14 @@ pub fn run(ctx: &Ctx, a: Args) -> CliResult {
 
 /// One round: a fresh sampler (the same batches every warm round, new ones
 /// every cold round: `seed + round`), the warm-up, then the timed batches.
+/// The store a target is, when it is no dataset.
+fn store_of(t: &Target) -> Option<&AnyStore> {
+    match t {
+        Target::Store(s) => Some(s),
+        Target::Dataset(_) => None,
+    }
+}
+
 fn one_round(
     plan: &Plan<'_>,
     round: u64,

@@ -7,9 +7,13 @@
 //! index type, what `np.cumsum` of lengths gives, and what `import ragged`
 //! reads back. Records are written with the store's dtype and byte order,
 //! never converted. Outputs must not exist; on failure they are removed.
+//!
+//! A dataset's `--column` exports like a store; without it, OUT is a new
+//! directory receiving every column: `NAME.npy` (Dense) or
+//! `NAME.values.npy` and `NAME.offsets.npy` (Ragged).
 
 use super::common::{io_fail, shape_text, size, Cleanup, CliResult, Ctx, Fail, Out};
-use super::records::{self, for_each_chunk};
+use super::records::{self, for_each_chunk, DatasetArgs, Target};
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::os::unix::fs::FileExt;
@@ -26,13 +30,26 @@ pub struct Args {
     out: PathBuf,
     /// Offsets .npy (Ragged stores only).
     offsets: Option<PathBuf>,
+    #[command(flatten)]
+    dataset: DatasetArgs,
 }
 
 pub fn run(ctx: &Ctx, a: Args) -> CliResult {
-    let store = records::open(&a.store)?;
+    let target = records::open_target(&a.store, &a.dataset)?;
+    if let (Target::Dataset(ds), None) = (&target, &a.dataset.column) {
+        if a.offsets.is_some() {
+            return Err(Fail::Msg(format!(
+                "{}: a dataset exports every column into one new directory: zrecord export DATASET OUT_DIR \
+                 (or one column with --column NAME)",
+                a.store.display()
+            )));
+        }
+        return every_column(ctx, ds, &a.out);
+    }
+    let store = target.one(a.dataset.column.as_deref(), "export")?;
     match (store.geometry(), &a.offsets) {
-        (Geometry::Dense { .. }, None) => dense(ctx, store.as_ref(), &a.out),
-        (Geometry::Ragged, Some(offsets)) => ragged(ctx, store.as_ref(), &a.out, offsets),
+        (Geometry::Dense { .. }, None) => dense(ctx, store, &a.out),
+        (Geometry::Ragged, Some(offsets)) => ragged(ctx, store, &a.out, offsets),
         (Geometry::Dense { .. }, Some(_)) => Err(Fail::Msg(format!(
             "{}: a Dense store exports to one .npy file; drop the OFFSETS argument",
             a.store.display()
@@ -42,6 +59,25 @@ pub fn run(ctx: &Ctx, a: Args) -> CliResult {
             a.store.display()
         ))),
     }
+}
+
+/// Every column of `ds` into the new directory `dir`.
+fn every_column(ctx: &Ctx, ds: &zrecord::Dataset, dir: &Path) -> CliResult {
+    let claim = Cleanup::store(dir)?;
+    std::fs::create_dir_all(dir).map_err(|e| io_fail(dir, "create", e))?;
+    for (spec, column) in ds.specs().iter().zip(ds.columns()) {
+        match column.geometry() {
+            Geometry::Dense { .. } => dense(ctx, column, &dir.join(format!("{}.npy", spec.name)))?,
+            Geometry::Ragged => ragged(
+                ctx,
+                column,
+                &dir.join(format!("{}.values.npy", spec.name)),
+                &dir.join(format!("{}.offsets.npy", spec.name)),
+            )?,
+        }
+    }
+    claim.keep();
+    Ok(())
 }
 
 struct NpyOut {

@@ -1,13 +1,15 @@
-//! `zrecord info STORE [--json]`.
+//! `zrecord info STORE [--json]`, and of a dataset: its version, length,
+//! shards and columns (or one column as a store, with `--column`).
 
 use super::common::{shape_text, size, CliResult, Ctx, Out};
-use super::records;
+use super::records::{self, DatasetArgs, Target};
 use serde_json::{json, Value};
 use std::path::PathBuf;
+use zrecord::dataset::ShardFiles;
 use zrecord::format::Kind;
 use zrecord::format::StoreFile;
-use zrecord::Records;
 use zrecord::{DType, Geometry};
+use zrecord::{Dataset, Records};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -16,20 +18,113 @@ pub struct Args {
     /// One JSON object instead of text.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    dataset: DatasetArgs,
 }
 
 pub fn run(_ctx: &Ctx, args: Args) -> CliResult {
-    let store = records::open(&args.store)?;
-    let v = describe(store.as_ref())?;
+    let target = records::open_target(&args.store, &args.dataset)?;
     let mut out = Out::new();
-    if args.json {
-        out.line(&v.to_string())?;
-    } else {
-        for line in text(&v, store.dtype()) {
-            out.line(&line)?;
+    let lines = match (&target, args.dataset.column.as_deref()) {
+        (Target::Dataset(ds), None) => {
+            let v = describe_dataset(ds);
+            if args.json {
+                vec![v.to_string()]
+            } else {
+                dataset_text(&v)
+            }
         }
+        (target, column) => {
+            let store = target.one(column, "info")?;
+            let v = describe(store)?;
+            if args.json {
+                vec![v.to_string()]
+            } else {
+                text(&v, store.dtype())
+            }
+        }
+    };
+    for line in lines {
+        out.line(&line)?;
     }
     out.flush()
+}
+
+/// The JSON description of a dataset (`--json`), also the source of its text.
+///
+/// Keys: `path`, `dataset` (true), `version`, `len`, `shards` (their
+/// count), `columns` (each `name`, `kind`, `dtype`, `item_shape` (Dense
+/// only), `codec`, `dict` (the shared dictionary's `size` and `xxh3`, or
+/// null), `sealed_shards`, `sizes` (`meta`, `data`, `dict`, `sums`,
+/// `total`: bytes over every shard, as committed)) and `total_bytes`.
+pub fn describe_dataset(ds: &Dataset) -> Value {
+    let m = ds.manifest();
+    let columns: Vec<Value> = m
+        .columns
+        .iter()
+        .map(|c| {
+            let files: Vec<ShardFiles> = m.shards.iter().map(|s| s.columns[&c.name]).collect();
+            let sum = |f: fn(&ShardFiles) -> u64| files.iter().map(f).sum::<u64>();
+            let (meta, data) = (sum(|f| f.meta), sum(|f| f.data));
+            let (dict, sums) = (sum(|f| f.dict.unwrap_or(0)), sum(|f| f.sums.unwrap_or(0)));
+            let mut v = json!({"name": c.name, "kind": c.kind, "dtype": c.dtype});
+            if let Some(shape) = &c.item_shape {
+                v["item_shape"] = json!(shape);
+            }
+            v["codec"] = json!(c.codec);
+            v["dict"] = json!(c.dict);
+            v["sealed_shards"] = json!(files.iter().filter(|f| f.sums.is_some()).count());
+            v["sizes"] = json!({"meta": meta, "data": data, "dict": dict, "sums": sums, "total": meta + data + dict + sums});
+            v
+        })
+        .collect();
+    let total: u64 = columns.iter().filter_map(|c| c["sizes"]["total"].as_u64()).sum();
+    json!({
+        "path": ds.location(),
+        "dataset": true,
+        "version": ds.version(),
+        "len": ds.len(),
+        "shards": m.shards.len(),
+        "columns": columns,
+        "total_bytes": total,
+    })
+}
+
+fn dataset_text(v: &Value) -> Vec<String> {
+    let u = |k: &str| v[k].as_u64().unwrap_or(0);
+    let mut lines = vec![
+        format!("dataset      {}", v["path"].as_str().unwrap_or("")),
+        format!("version      {}", u("version")),
+        format!("records      {}", u("len")),
+        format!("shards       {}", u("shards")),
+        format!("total        {}", size(u("total_bytes"))),
+    ];
+    let columns = v["columns"].as_array().cloned().unwrap_or_default();
+    lines.push(format!("columns      {}", columns.len()));
+    for c in &columns {
+        let s = |k: &str| c[k].as_str().unwrap_or("").to_string();
+        let words = DType::parse(&s("dtype")).map(|d| dtype_words(&d)).unwrap_or_default();
+        let mut line = format!("  {:<12} {:<6} {} ({words})", s("name"), s("kind"), s("dtype"));
+        if let Some(shape) = c["item_shape"].as_array() {
+            let dims: Vec<u64> = shape.iter().filter_map(Value::as_u64).collect();
+            line.push_str(&format!(", item_shape {}", shape_text(&dims)));
+        }
+        line.push_str(&format!(", codec {}", s("codec")));
+        if let Some(d) = c["dict"].as_object() {
+            let xxh3 = d.get("xxh3").and_then(Value::as_str).unwrap_or("");
+            line.push_str(&format!(
+                " (shared dictionary, {} bytes, xxh3 {xxh3})",
+                d.get("size").and_then(Value::as_u64).unwrap_or(0)
+            ));
+        }
+        line.push_str(&format!(", {}", size(c["sizes"]["total"].as_u64().unwrap_or(0))));
+        let sealed = c["sealed_shards"].as_u64().unwrap_or(0);
+        if sealed > 0 {
+            line.push_str(&format!(", {sealed} of {} shards sealed", u("shards")));
+        }
+        lines.push(line);
+    }
+    lines
 }
 
 /// The JSON description (`--json`), also the source of the text form.

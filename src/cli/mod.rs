@@ -21,6 +21,7 @@ mod common;
 #[cfg(feature = "serve")]
 mod demo;
 mod export;
+mod gc;
 mod get;
 mod import;
 mod info;
@@ -36,6 +37,7 @@ mod serve;
 mod train_dict;
 mod values;
 mod verify;
+mod verify_dataset;
 
 use clap::{Parser, Subcommand};
 use common::{Ctx, Fail};
@@ -81,6 +83,8 @@ enum Command {
     Demo(demo::Args),
     /// Random batches from a store, local or remote: records/s, latency, requests per batch.
     Bench(bench::Args),
+    /// Remove a dataset's uncommitted shards older than an age.
+    Gc(gc::Args),
     /// Publish a local store to a bucket (s3://, gs://, az://), meta.zr last.
     #[cfg(feature = "cloud")]
     Push(push::Args),
@@ -110,6 +114,7 @@ pub fn main() -> ExitCode {
         #[cfg(feature = "serve")]
         Command::Demo(a) => demo::run(&ctx, a),
         Command::Bench(a) => bench::run(&ctx, a),
+        Command::Gc(a) => gc::run(&ctx, a),
         #[cfg(feature = "cloud")]
         Command::Push(a) => push::run(&ctx, a),
         #[cfg(feature = "serve")]

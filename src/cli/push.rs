@@ -1,15 +1,22 @@
 //! `zrecord push STORE URL`: publish a local store to a bucket, `meta.zr`
 //! last, then check what the bucket holds; an unchanged store uploads
 //! nothing (see `zrecord::remote::push`).
+//!
+//! `zrecord push DATASET_DIR URL`: every shard store a committed version
+//! names (each pushed as above), then `versions/*.json`, then `zrecord.json`
+//! last, so a reader of the bucket never meets a manifest naming a shard
+//! that is not all there. Uncommitted shards stay behind.
 
-use super::common::{size, CliResult, Ctx, Out};
+use super::common::{io_fail, size, CliResult, Ctx, Out};
+use super::records::is_local_dataset;
 use serde_json::json;
-use std::path::PathBuf;
-use zrecord::remote::push::{push, PushAction, PushOptions};
+use std::path::{Path, PathBuf};
+use zrecord::dataset::{layout, Manifest};
+use zrecord::remote::push::{push, push_files_in_order, PushAction, PushOptions, PushedFile};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Local store directory.
+    /// Local store directory, or dataset directory (holding zrecord.json).
     store: PathBuf,
     /// Where to put it: s3://bucket/prefix/store, gs://…, az://….
     url: String,
@@ -21,12 +28,16 @@ pub struct Args {
     json: bool,
 }
 
-pub fn run(_ctx: &Ctx, a: Args) -> CliResult {
+pub fn run(ctx: &Ctx, a: Args) -> CliResult {
     if a.part_size < 5 {
         return Err("--part-size must be at least 5 (MiB; S3's smallest part)".into());
     }
     let options = PushOptions { part_size: a.part_size << 20, ..Default::default() };
-    let pushed = push(&a.store, &a.url, options)?;
+    let (pushed, last) = if is_local_dataset(&a.store) {
+        (push_dataset(ctx, &a.store, &a.url, options)?, layout::MANIFEST)
+    } else {
+        (push(&a.store, &a.url, options)?, "meta.zr")
+    };
     let mut out = Out::new();
     let mut uploaded = 0;
     for f in &pushed {
@@ -57,10 +68,60 @@ pub fn run(_ctx: &Ctx, a: Args) -> CliResult {
     if !a.json {
         let url = a.url.trim_end_matches('/');
         out.line(&format!(
-            "pushed {} files to {url}/ ({uploaded} uploaded, {} unchanged; meta.zr last)",
+            "pushed {} files to {url}/ ({uploaded} uploaded, {} unchanged; {last} last)",
             pushed.len(),
             pushed.len() - uploaded
         ))?;
     }
     out.flush()
+}
+
+/// Push the dataset at `root`: the shard stores every committed version
+/// names, then the versions, then the manifest.
+fn push_dataset(ctx: &Ctx, root: &Path, url: &str, options: PushOptions) -> CliResult<Vec<PushedFile>> {
+    let url = url.trim_end_matches('/');
+    let name = root.display().to_string();
+    let versions_dir = root.join(layout::VERSIONS);
+    let mut versions: Vec<(u64, PathBuf)> = std::fs::read_dir(&versions_dir)
+        .map_err(|e| io_fail(&versions_dir, "list", e))?
+        .filter_map(|e| e.ok())
+        .filter_map(|e| Some((layout::version_of(e.file_name().to_str()?)?, e.path())))
+        .collect();
+    versions.sort();
+    let mut manifests = Vec::with_capacity(versions.len() + 1);
+    for (_, path) in &versions {
+        let bytes = std::fs::read(path).map_err(|e| io_fail(path, "read", e))?;
+        manifests.push(Manifest::parse(&name, &bytes)?);
+    }
+    let newest = root.join(layout::MANIFEST);
+    let bytes = std::fs::read(&newest).map_err(|e| io_fail(&newest, "read", e))?;
+    manifests.push(Manifest::parse(&name, &bytes)?);
+    // Each store once, in the order the versions name them.
+    let mut stores: Vec<String> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for m in &manifests {
+        for s in &m.shards {
+            for column in s.columns.keys() {
+                let rel = layout::store_path(&s.path, column);
+                if seen.insert(rel.clone()) {
+                    stores.push(rel);
+                }
+            }
+        }
+    }
+    let spin = ctx.spinner("pushing shards");
+    let mut pushed = Vec::new();
+    for (k, rel) in stores.iter().enumerate() {
+        spin.set_message(format!("pushing store {}/{} ({rel})", k + 1, stores.len()));
+        for mut f in push(&root.join(rel), &format!("{url}/{rel}"), options)? {
+            f.name = format!("{rel}/{}", f.name);
+            pushed.push(f);
+        }
+    }
+    spin.finish_and_clear();
+    let mut files: Vec<(String, PathBuf)> =
+        versions.iter().map(|(n, path)| (layout::version_path(*n), path.clone())).collect();
+    files.push((layout::MANIFEST.to_string(), newest));
+    pushed.extend(push_files_in_order(&files, url, options)?);
+    Ok(pushed)
 }

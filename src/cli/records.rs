@@ -5,10 +5,11 @@
 use super::common::CliResult;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
+use zrecord::dataset::{layout, DatasetOptions};
 use zrecord::format::Verify;
 use zrecord::location::Location;
-use zrecord::open::Options;
-use zrecord::{Batch, Records};
+use zrecord::open::{AnyStore, Options};
+use zrecord::{Batch, Dataset, Error, Records};
 
 /// The URL a STORE argument names, if it names one (the library's scheme
 /// table decides; an unknown scheme is an error).
@@ -85,4 +86,116 @@ pub fn for_each_chunk(
         at += count;
     }
     Ok(())
+}
+
+/// What a STORE argument names: a store, or a dataset of columns.
+pub enum Target {
+    Store(AnyStore),
+    Dataset(Box<Dataset>),
+}
+
+/// `--column` and `--version`, for the commands that also read datasets.
+#[derive(clap::Args, Debug, Default)]
+pub struct DatasetArgs {
+    /// A dataset's column to read (default: every column, where the command can).
+    #[arg(long, value_name = "NAME")]
+    pub column: Option<String>,
+    /// A dataset's committed version to read (default: the newest).
+    #[arg(long, value_name = "N")]
+    pub version: Option<u64>,
+}
+
+/// Open what `arg` names, a store or a dataset: a local directory is a
+/// dataset when it holds `zrecord.json` and no `meta.zr`; a URL is opened as
+/// a store first and, when no store is there, as a dataset.
+pub fn open_target(arg: &Path, d: &DatasetArgs) -> CliResult<Target> {
+    open_target_with(arg, d, &Options::default().verify(Verify::IfSealed))
+}
+
+/// [`open_target`] with the options stores (and a dataset's shards) open with.
+pub fn open_target_with(arg: &Path, d: &DatasetArgs, opts: &Options) -> CliResult<Target> {
+    let ds_opts = DatasetOptions { version: d.version, open: opts.clone() };
+    let as_dataset = |target: &str| -> zrecord::Result<Target> {
+        Ok(Target::Dataset(Box::new(Dataset::open_with(target, &ds_opts)?)))
+    };
+    let target = match url_of(arg)? {
+        None => {
+            let dir = local_path(arg)?;
+            if is_local_dataset(&dir) {
+                as_dataset(&dir.to_string_lossy())?
+            } else {
+                Target::Store(zrecord::open_with(arg, opts)?)
+            }
+        }
+        Some(url) if d.version.is_some() => as_dataset(url)?,
+        Some(url) => match zrecord::open_with(arg, opts) {
+            Ok(store) => Target::Store(store),
+            Err(store_err @ Error::NotFound { .. }) => match as_dataset(url) {
+                Err(Error::NotFound { .. }) => {
+                    return Err(format!(
+                        "{store_err} (and no dataset manifest {} there either)",
+                        layout::MANIFEST
+                    )
+                    .into())
+                }
+                other => other?,
+            },
+            Err(e) => return Err(e.into()),
+        },
+    };
+    if let Target::Store(_) = &target {
+        for (given, what) in [(d.column.is_some(), "--column"), (d.version.is_some(), "--version")] {
+            if given {
+                return Err(format!(
+                    "{}: {what} is for datasets (a directory or URL holding {}), this is a store",
+                    arg.display(),
+                    layout::MANIFEST
+                )
+                .into());
+            }
+        }
+    }
+    Ok(target)
+}
+
+/// Whether the local directory `dir` is a dataset's root (and not a store).
+pub fn is_local_dataset(dir: &Path) -> bool {
+    Dataset::is_local_dataset(dir) && !dir.join(zrecord::format::files::META).exists()
+}
+
+impl Target {
+    /// The columns to read, named (`None` for a store): `column` alone when
+    /// given, else every column.
+    pub fn columns<'a>(
+        &'a self,
+        column: Option<&'a str>,
+    ) -> CliResult<Vec<(Option<&'a str>, &'a dyn Records)>> {
+        Ok(match self {
+            Target::Store(s) => vec![(None, s.records())],
+            Target::Dataset(ds) => match column {
+                Some(name) => vec![(Some(name), ds.column(name)? as &dyn Records)],
+                None => ds
+                    .specs()
+                    .iter()
+                    .map(|c| c.name.as_str())
+                    .zip(ds.columns())
+                    .map(|(n, c)| (Some(n), c as &dyn Records))
+                    .collect(),
+            },
+        })
+    }
+
+    /// The one column a command needs: the store, the `column` named, or a
+    /// dataset's only column.
+    pub fn one<'a>(&'a self, column: Option<&'a str>, command: &str) -> CliResult<&'a dyn Records> {
+        let cols = self.columns(column)?;
+        match cols.as_slice() {
+            [(_, r)] => Ok(*r),
+            _ => Err(format!(
+                "{command} reads one column of a dataset: add --column NAME ({})",
+                cols.iter().filter_map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
+            )
+            .into()),
+        }
+    }
 }

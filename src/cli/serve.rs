@@ -70,23 +70,34 @@ pub struct ViewArgs {
 
 pub fn run_serve(ctx: &Ctx, a: ServeArgs) -> CliResult {
     let dir = local_dir(&a.dir, "serve")?;
-    let stores = serve::list_stores(&dir, ServeConfig::new(&dir).store_depth)?;
+    let (datasets, stores): (Vec<ListedStore>, Vec<ListedStore>) =
+        serve::list_stores(&dir, ServeConfig::new(&dir).store_depth)?.into_iter().partition(|s| s.dataset);
     let server = start(ctx, &dir, &a.net)?;
     let url = server.url();
     let mut out = Out::new();
     out.line(&format!("viewer: {url}"))?;
     out.line(&format!(
-        "serving {} ({} stores found; Range requests, CORS; Ctrl-C to stop)",
+        "serving {} ({} stores, {} datasets found; Range requests, CORS; Ctrl-C to stop)",
         dir.display(),
-        stores.len()
+        stores.len(),
+        datasets.len()
     ))?;
+    if !datasets.is_empty() {
+        out.line("")?;
+        out.line("datasets:")?;
+        let width = datasets.iter().map(|s| name(s).len()).max().unwrap_or(0);
+        for d in &datasets {
+            out.line(&format!("  {:<width$}  {}", name(d), absolute(&url, &d.url)))?;
+        }
+    }
     if stores.is_empty() {
         out.line("no stores found (a store is a directory holding meta.zr); the viewer can still open local folders")?;
     } else {
         out.line("")?;
         store_links(&mut out, &url, &stores)?;
         out.line("")?;
-        out.line(&format!("read over HTTP:  zrecord info {}", absolute(&url, &stores[0].url)))?;
+        let first = datasets.first().unwrap_or(&stores[0]);
+        out.line(&format!("read over HTTP:  zrecord info {}", absolute(&url, &first.url)))?;
     }
     out.flush()?;
     drop(out);

@@ -41,7 +41,7 @@
 //! above 2^26 records.
 
 use super::common::{size, CliResult, Ctx, Fail, Out};
-use super::records::url_of;
+use super::records::{url_of, DatasetArgs};
 use rayon::prelude::*;
 use serde_json::json;
 use std::fs::File;
@@ -69,6 +69,8 @@ pub struct Args {
     /// and what it cost; [] and null for a local store).
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    dataset: DatasetArgs,
 }
 
 /// Records checked per parallel round.
@@ -85,15 +87,15 @@ const NOT_CHECKED_REMOTELY: [&str; 2] = [
     "a dict.zr beside a store whose codec is not zstd_dict (never requested; servers do not always answer 404 for a missing file)",
 ];
 
-struct Finding {
-    index: Option<u64>,
-    message: String,
+pub struct Finding {
+    pub index: Option<u64>,
+    pub message: String,
 }
 
 #[derive(Default)]
-struct Report {
-    problems: Vec<Finding>,
-    warnings: Vec<Finding>,
+pub struct Report {
+    pub problems: Vec<Finding>,
+    pub warnings: Vec<Finding>,
 }
 
 impl Report {
@@ -106,18 +108,21 @@ impl Report {
 }
 
 /// What a check found, and what it could not look at.
-struct Verified {
+pub struct Verified {
     /// The directory, or the store's URL.
     name: String,
-    len: u64,
-    report: Report,
+    pub len: u64,
+    pub report: Report,
     /// Remote only: requests and bytes spent.
     remote: Option<zrecord::remote::RemoteStats>,
     /// Whether the store has a checksum sidecar.
-    sealed: bool,
+    pub sealed: bool,
 }
 
 pub fn run(ctx: &Ctx, a: Args) -> CliResult {
+    if is_dataset(&a.store, &a.dataset)? {
+        return super::verify_dataset::run(ctx, &a.store, &a.dataset, a.json);
+    }
     let Verified { name, len, mut report, remote, sealed } = match url_of(&a.store)? {
         Some(url) => verify_remote(ctx, url)?,
         None => verify_local(ctx, &super::records::local_path(&a.store)?)?,
@@ -186,6 +191,22 @@ pub fn run(ctx: &Ctx, a: Args) -> CliResult {
     }
 }
 
+/// Whether `arg` names a dataset: a local one's root holds `zrecord.json`;
+/// a URL is one when `--column`/`--version` say so, or when no store
+/// opens there but a dataset does.
+fn is_dataset(arg: &Path, d: &DatasetArgs) -> CliResult<bool> {
+    if d.column.is_some() || d.version.is_some() {
+        return Ok(true);
+    }
+    match url_of(arg)? {
+        None => Ok(super::records::is_local_dataset(&super::records::local_path(arg)?)),
+        Some(url) => match zrecord::open::remote(url, &Options::default()) {
+            Err(Error::NotFound { .. }) => Ok(zrecord::Dataset::open(url).is_ok()),
+            _ => Ok(false),
+        },
+    }
+}
+
 /// An error's text without the leading `STORE: ` (every line is about this store).
 fn strip(name: &str, text: &str) -> String {
     text.strip_prefix(name).and_then(|t| t.strip_prefix(": ")).unwrap_or(text).to_string()
@@ -201,7 +222,7 @@ fn open_problem(e: &Error) -> Option<String> {
     }
 }
 
-fn verify_local(ctx: &Ctx, dir: &Path) -> CliResult<Verified> {
+pub fn verify_local(ctx: &Ctx, dir: &Path) -> CliResult<Verified> {
     if !dir.is_dir() {
         return Err(Fail::Msg(format!("{}: not found (no such store directory)", dir.display())));
     }
@@ -256,7 +277,7 @@ fn verify_local(ctx: &Ctx, dir: &Path) -> CliResult<Verified> {
     Ok(Verified { name, len: store.len(), report, remote: None, sealed: sidecar.is_some() })
 }
 
-fn verify_remote(ctx: &Ctx, url: &str) -> CliResult<Verified> {
+pub fn verify_remote(ctx: &Ctx, url: &str) -> CliResult<Verified> {
     let mut report = Report::default();
     // data.zr's size is an open-time rule on disk; over HTTP it costs a
     // request, spent here so a short or unpublished data.zr is a problem too.

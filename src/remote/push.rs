@@ -239,3 +239,36 @@ pub fn push(dir: &Path, url: &str, options: PushOptions) -> Result<Vec<PushedFil
     drop(store);
     pushed
 }
+
+/// Push single files to `url`, one at a time in the order given: each
+/// `(name, path)` becomes the object `url/name` (`name` may hold `/`),
+/// skipped when the bucket holds the same bytes, then read back and
+/// checked. For the files beside stores a dataset has (its versions and
+/// manifest), which must go up after the stores they name.
+///
+/// # Errors
+/// As [`push`], without the store's.
+pub fn push_files_in_order(
+    files: &[(String, PathBuf)],
+    url: &str,
+    options: PushOptions,
+) -> Result<Vec<PushedFile>> {
+    let root = url.trim_end_matches('/');
+    let mut out = Vec::with_capacity(files.len());
+    for (name, path) in files {
+        let io = |source| Error::Io { path: path.clone(), op: "reading a file's metadata", source };
+        let size = std::fs::metadata(path).map_err(io)?.len();
+        let (dir, file) = match name.rsplit_once('/') {
+            Some((dir, file)) => (format!("{root}/{dir}"), file),
+            None => (root.to_string(), name.as_str()),
+        };
+        let bucket = Bucket::from_url(&dir, BucketRetry::default())?;
+        let mut pushed =
+            runtime::block_on(push_files(bucket, vec![(file.to_string(), path.clone(), size)], options))?;
+        for p in &mut pushed {
+            p.name = name.clone();
+        }
+        out.extend(pushed);
+    }
+    Ok(out)
+}

@@ -1,6 +1,10 @@
-//! `GET /api/stores`: the store directories under the root.
+//! `GET /api/stores`: the store directories under the root, and the
+//! datasets (directories holding a regular `zrecord.json`).
 //!
-//! A store directory is one holding a regular `meta.zr`. The walk does not
+//! A store directory is one holding a regular `meta.zr`. A dataset's entry
+//! has the same `path`, `url` and `files` (`{"zrecord.json": size}`) plus
+//! `"kind": "dataset"` and a `dataset` summary, so a client that knows only
+//! stores can tell it apart by that field. The walk does not
 //! follow directory symlinks, skips hidden directories, stops at a depth and
 //! a directory count, and reports a file only if it would be served (the same
 //! [`resolve`] check as a GET), so every listed URL works.
@@ -14,14 +18,19 @@ use crate::{Error, Result};
 /// Stop walking after this many directories, whatever the depth.
 const MAX_DIRS: usize = 10_000;
 const STORE_FILES: [&str; 3] = ["meta.zr", "data.zr", "dict.zr"];
+/// Manifests larger than this are listed without their summary.
+const SUMMARISED_MANIFEST: u64 = 4 << 20;
 
 /// One store found under the root.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct StoreEntry {
     /// Path segments from the root (empty for the root itself).
     pub segments: Vec<String>,
-    /// `(file name, size)` for each of `meta.zr`, `data.zr`, `dict.zr` present.
+    /// `(file name, size)` for each of `meta.zr`, `data.zr`, `dict.zr`
+    /// present (`zrecord.json` for a dataset).
     pub files: Vec<(&'static str, u64)>,
+    /// Whether it is a dataset's root rather than a store.
+    pub dataset: bool,
 }
 
 impl StoreEntry {
@@ -44,6 +53,8 @@ pub struct ListedStore {
     /// Its URL path on the server, percent-encoded, ending in `/`
     /// (`/a/b%20c/`; `/` for the root itself).
     pub url: String,
+    /// Whether it is a dataset (a directory holding `zrecord.json`).
+    pub dataset: bool,
 }
 
 /// The store directories a server of `root` lists at `/api/stores`, down to
@@ -56,7 +67,7 @@ pub fn list_stores(root: &Path, max_depth: usize) -> Result<Vec<ListedStore>> {
     let canonical = root.canonicalize().map_err(|e| Error::io(root, "open serve root", e))?;
     Ok(find_stores(&canonical, max_depth)
         .into_iter()
-        .map(|s| ListedStore { path: s.segments.join("/"), url: s.url() })
+        .map(|s| ListedStore { path: s.segments.join("/"), url: s.url(), dataset: s.dataset })
         .collect())
 }
 
@@ -71,19 +82,13 @@ pub(crate) fn find_stores(root: &Path, max_depth: usize) -> Vec<StoreEntry> {
         if visited > MAX_DIRS {
             break;
         }
-        let files: Vec<(&'static str, u64)> = STORE_FILES
-            .iter()
-            .filter_map(|&name| {
-                let mut path = rel.join("/");
-                if !path.is_empty() {
-                    path.push('/');
-                }
-                path.push_str(name);
-                resolve(root, &path).ok().map(|f| (name, f.meta.len()))
-            })
-            .collect();
+        let files: Vec<(&'static str, u64)> =
+            STORE_FILES.iter().filter_map(|&name| Some((name, served_size(root, &rel, name)?))).collect();
         if files.first().is_some_and(|(n, _)| *n == "meta.zr") {
-            found.push(StoreEntry { segments: rel.clone(), files });
+            found.push(StoreEntry { segments: rel.clone(), files, dataset: false });
+        } else if let Some(size) = served_size(root, &rel, crate::dataset::layout::MANIFEST) {
+            let files = vec![(crate::dataset::layout::MANIFEST, size)];
+            found.push(StoreEntry { segments: rel.clone(), files, dataset: true });
         }
         if rel.len() >= max_depth {
             continue;
@@ -109,9 +114,47 @@ pub(crate) fn find_stores(root: &Path, max_depth: usize) -> Vec<StoreEntry> {
     found
 }
 
+/// The size of file `name` in directory `rel` under `root`, if it is served.
+fn served_size(root: &Path, rel: &[String], name: &str) -> Option<u64> {
+    let mut path = rel.join("/");
+    if !path.is_empty() {
+        path.push('/');
+    }
+    path.push_str(name);
+    resolve(root, &path).ok().map(|f| f.meta.len())
+}
+
+/// A dataset's summary in the listing: `{"version", "length", "shards",
+/// "columns": [names]}`, or `null` when its manifest is too big or damaged.
+fn dataset_summary(root: &Path, entry: &StoreEntry) -> String {
+    let mut path = root.to_path_buf();
+    path.extend(&entry.segments);
+    path.push(crate::dataset::layout::MANIFEST);
+    let manifest = std::fs::metadata(&path)
+        .ok()
+        .filter(|m| m.len() <= SUMMARISED_MANIFEST)
+        .and_then(|_| std::fs::read(&path).ok())
+        .and_then(|bytes| crate::dataset::Manifest::parse(&path.display().to_string(), &bytes).ok());
+    match manifest {
+        Some(m) => {
+            let columns: Vec<String> = m.columns.iter().map(|c| json_string(&c.name)).collect();
+            format!(
+                "{{\"version\": {}, \"length\": {}, \"shards\": {}, \"columns\": [{}]}}",
+                m.version,
+                m.length,
+                m.shards.len(),
+                columns.join(", ")
+            )
+        }
+        None => "null".into(),
+    }
+}
+
 /// The `/api/stores` body:
 /// `[{"path": "a/b", "url": "/a/b/", "files": {"meta.zr": 10, "data.zr": 20}}]`.
-/// The root itself, if a store, has path `""` and url `"/"`.
+/// The root itself, if a store, has path `""` and url `"/"`. A dataset
+/// adds `"kind": "dataset", "dataset": {"version", "length", "shards",
+/// "columns"}` (its shards' stores are listed as stores too).
 pub(crate) fn stores_json(root: &Path, max_depth: usize) -> String {
     let mut out = String::from("[");
     for (i, s) in find_stores(root, max_depth).iter().enumerate() {
@@ -127,7 +170,11 @@ pub(crate) fn stores_json(root: &Path, max_depth: usize) -> String {
             let sep = if j == 0 { "" } else { ", " };
             let _ = write!(out, "{sep}\"{name}\": {size}");
         }
-        out.push_str("}}");
+        out.push('}');
+        if s.dataset {
+            let _ = write!(out, ", \"kind\": \"dataset\", \"dataset\": {}", dataset_summary(root, s));
+        }
+        out.push('}');
     }
     out.push_str("\n]\n");
     out
@@ -187,10 +234,10 @@ mod tests {
         assert!(json.contains(r#"{"path": "b/c d", "url": "/b/c%20d/", "files": {"meta.zr": 1, "data.zr": 2, "dict.zr": 4}}"#), "{json}");
         assert_eq!(stores_json(&root.join("nometa"), 3), "[\n]\n");
         let listed = list_stores(&root, 3).unwrap();
-        assert_eq!(listed[1], ListedStore { path: "b/c d".into(), url: "/b/c%20d/".into() });
+        assert_eq!(listed[1], ListedStore { path: "b/c d".into(), url: "/b/c%20d/".into(), dataset: false });
         assert_eq!(
             list_stores(&root.join("a"), 0).unwrap(),
-            [ListedStore { path: "".into(), url: "/".into() }]
+            [ListedStore { path: "".into(), url: "/".into(), dataset: false }]
         );
     }
 }
