@@ -11,8 +11,8 @@
 use super::fetch::FetchClient;
 use super::js::{aborted, invalid, js_error};
 use super::{
-    batch_js, http_client, index_of, indices_of, kind_name, number, remote_options, run, set,
-    shape_array, signal_of,
+    batch_js, http_client, index_of, indices_of, kind_name, number, remote_options, run, set, shape_array,
+    signal_of,
 };
 use crate::dataset::concat::Concat;
 use crate::dataset::layout::MANIFEST;
@@ -110,8 +110,9 @@ impl JsDataset {
         };
         let counts = Counts::default();
         let root = transport(&counts);
-        let manifest =
-            cancellable(load_manifest(&root, version), aborted(signal_of(&options)?)).await.map_err(js_error)?;
+        let manifest = cancellable(load_manifest(&root, version), aborted(signal_of(&options)?))
+            .await
+            .map_err(js_error)?;
         let concat = Arc::new(Concat::new(root.base(), Arc::new(manifest)));
         let mut columns = Vec::new();
         for (k, spec) in concat.manifest.columns.iter().enumerate() {
@@ -175,7 +176,10 @@ impl JsDataset {
     pub fn shard_of(&self, index: f64) -> std::result::Result<f64, JsValue> {
         let i = index_of(index)?;
         if i >= self.concat.len() {
-            return Err(invalid(format!("index {i} is out of range (the dataset holds {})", self.concat.len())));
+            return Err(invalid(format!(
+                "index {i} is out of range (the dataset holds {})",
+                self.concat.len()
+            )));
         }
         Ok(self.concat.locate(i).0 as f64)
     }
@@ -317,4 +321,3 @@ export interface DatasetColumnInfo {
 }
 export interface DatasetShard { path: string; length: number; start: number; }
 "#;
-

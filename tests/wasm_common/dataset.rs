@@ -36,12 +36,15 @@ fn numbers(v: &JsValue) -> Vec<u64> {
 pub async fn dataset_over_http() {
     // Count what reaches the network with a fetch of our own.
     let seen = Array::new();
-    let wrapper =
-        Function::new_with_args("seen, fetch", "return (url, init) => { seen.push(url); return fetch(url, init); };");
+    let wrapper = Function::new_with_args(
+        "seen, fetch",
+        "return (url, init) => { seen.push(url); return fetch(url, init); };",
+    );
     let fetch = wrapper.call2(&JsValue::NULL, &seen, &global_fetch()).unwrap();
     let opts = Object::new();
     Reflect::set(&opts, &"fetch".into(), &fetch).unwrap();
-    let ds = JsDataset::open(dataset_url(), Some(opts.into())).await.unwrap_or_else(|e| panic!("{}", message(&e)));
+    let ds =
+        JsDataset::open(dataset_url(), Some(opts.into())).await.unwrap_or_else(|e| panic!("{}", message(&e)));
     let urls: Vec<String> = seen.iter().map(|u| u.as_string().unwrap()).collect();
     assert!(urls.len() <= 2, "opening cost {urls:?}");
     assert!(urls[0].ends_with("/zrecord.json"), "{urls:?}");
@@ -64,7 +67,15 @@ pub async fn dataset_over_http() {
     let starts: Vec<u64> = shards.iter().map(|s| prop(&s, "start").as_f64().unwrap() as u64).collect();
     assert_eq!(lens, [4, 2, 4]);
     assert_eq!(starts, [0, 4, 6]);
-    let want_shard = |i: u64| if i < 4 { 0.0 } else if i < 6 { 1.0 } else { 2.0 };
+    let want_shard = |i: u64| {
+        if i < 4 {
+            0.0
+        } else if i < 6 {
+            1.0
+        } else {
+            2.0
+        }
+    };
     for i in 0..10 {
         assert_eq!(ds.shard_of(i as f64).unwrap(), want_shard(i), "shardOf({i})");
     }
