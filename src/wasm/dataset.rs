@@ -58,7 +58,9 @@ impl HttpGet for Counted {
 }
 
 type Transport = HttpRanges<Counted>;
-type Column = RemoteColumn<Transport, Box<dyn Fn(&str) -> Result<Transport>>>;
+/// Opens the transport of a shard's store, by its path below the root.
+type Open = Box<dyn Fn(&str) -> Result<Transport>>;
+type Column = RemoteColumn<Transport, Open>;
 
 /// A dataset opened over HTTP(S): its manifest, and its columns.
 #[wasm_bindgen(js_name = Dataset)]
@@ -118,7 +120,7 @@ impl JsDataset {
         for (k, spec) in concat.manifest.columns.iter().enumerate() {
             let counts = Counts::default();
             let base = transport(&counts);
-            let open: Box<dyn Fn(&str) -> Result<Transport>> = Box::new(move |path| Ok(base.child(path)));
+            let open: Open = Box::new(move |path| Ok(base.child(path)));
             let column = RemoteColumn::new(concat.clone(), k, opts.clone(), open).map_err(js_error)?;
             let sealed = concat.manifest.shards.iter().all(|s| s.columns[&spec.name].sums.is_some());
             let checked = match opts.verify {
