@@ -1,8 +1,9 @@
 //! The JavaScript API (wasm-bindgen); the browser transports live beside it.
 //!
 //! The only module that knows about JavaScript: `Store` (open by URL or from
-//! local `File`s, gather, get, locs, stats) and the conversion of errors
-//! into JS `Error`s. Its transports sit beside it: `fetch` as an HTTP client
+//! local `File`s, gather, get, locs, stats), `Dataset` (beside it, in
+//! `dataset.rs`: a manifest and its columns over shards) and the conversion
+//! of errors into JS `Error`s. Its transports sit beside it: `fetch` as an HTTP client
 //! under [`crate::remote::HttpRanges`], and local `Blob`s as a plain range
 //! read. Everything it serves comes from the shared async driver in
 //! [`crate::remote`].
