@@ -56,6 +56,118 @@ export interface StoreInfo {
 
 
 
+export interface DatasetColumnInfo {
+    name: string; kind: "dense" | "ragged"; dtype: string; itemShape: number[] | null;
+    codec: "raw" | "zstd" | "zstd_dict";
+}
+export interface DatasetShard { path: string; length: number; start: number; }
+
+
+
+/**
+ * A dataset opened over HTTP(S): its manifest, and its columns.
+ */
+export class Dataset {
+    private constructor();
+    free(): void;
+    [Symbol.dispose](): void;
+    /**
+     * Column `name` (or its position) as a `DatasetColumn`.
+     */
+    column(which: string | number): DatasetColumn;
+    /**
+     * Open the dataset at `url` (its root, or its `zrecord.json`): reads
+     * the manifest and looks for a newer version (two requests); shards
+     * open on first touch. Options as for `Store.open`, plus `version` (a
+     * committed version to read instead of the newest).
+     */
+    static open(url: string, options?: OpenOptions & { version?: number }): Promise<Dataset>;
+    /**
+     * The position (in `shards`) of the shard holding global record `index`.
+     */
+    shardOf(index: number): number;
+    /**
+     * Requests and bytes spent reading the manifest: `{requests, bytes}`
+     * (each column counts its own).
+     */
+    stats(): { requests: number; bytes: number };
+    /**
+     * The columns: `[{name, kind, dtype, itemShape, codec}]`.
+     */
+    readonly columns: DatasetColumnInfo[];
+    /**
+     * Records in all shards.
+     */
+    readonly length: number;
+    /**
+     * The shards in order: `[{path, length, start}]` (`start`: the global
+     * index of the shard's first record).
+     */
+    readonly shards: DatasetShard[];
+    /**
+     * The dataset root's URL (ending in `/`).
+     */
+    readonly url: string;
+    /**
+     * The committed version read.
+     */
+    readonly version: number;
+}
+
+/**
+ * One column of a [`JsDataset`], read like a `Store`.
+ */
+export class DatasetColumn {
+    private constructor();
+    free(): void;
+    [Symbol.dispose](): void;
+    /**
+     * Gather records by global index, as `Store.gather` (shards opened on
+     * first touch). Options: `signal`.
+     */
+    gather(indices: ArrayLike<number | bigint> | Iterable<number | bigint>, options?: CallOptions): Promise<DenseBatch | RaggedBatch>;
+    /**
+     * `{url, name, len, kind, dtype, itemShape, codec, shards}`.
+     */
+    info(): object;
+    /**
+     * Requests and bytes this column's shards cost: `{requests, bytes}`.
+     */
+    stats(): { requests: number; bytes: number };
+    /**
+     * Whether gathers check records against the shards' checksum sidecars.
+     */
+    readonly checked: boolean;
+    /**
+     * `"raw"`, `"zstd"` or `"zstd_dict"`.
+     */
+    readonly codec: string;
+    /**
+     * NumPy dtype string.
+     */
+    readonly dtype: string;
+    /**
+     * `item_shape` of a Dense column, `null` for Ragged.
+     */
+    readonly itemShape: number[] | null;
+    /**
+     * `"dense"` or `"ragged"`.
+     */
+    readonly kind: string;
+    /**
+     * Records in all shards.
+     */
+    readonly len: number;
+    /**
+     * The column's name.
+     */
+    readonly name: string;
+    /**
+     * How many of its shards are open.
+     */
+    readonly openShards: number;
+}
+
 /**
  * A store, opened over HTTP(S) or from local files.
  */
@@ -148,7 +260,29 @@ export type InitInput = RequestInfo | URL | Response | BufferSource | WebAssembl
 
 export interface InitOutput {
     readonly memory: WebAssembly.Memory;
+    readonly __wbg_dataset_free: (a: number, b: number) => void;
+    readonly __wbg_datasetcolumn_free: (a: number, b: number) => void;
     readonly __wbg_store_free: (a: number, b: number) => void;
+    readonly dataset_column: (a: number, b: number, c: any) => void;
+    readonly dataset_columns: (a: number) => any;
+    readonly dataset_length: (a: number) => number;
+    readonly dataset_open: (a: number, b: number, c: number) => any;
+    readonly dataset_shardOf: (a: number, b: number, c: number) => void;
+    readonly dataset_shards: (a: number) => any;
+    readonly dataset_stats: (a: number) => any;
+    readonly dataset_url: (a: number, b: number) => void;
+    readonly dataset_version: (a: number) => number;
+    readonly datasetcolumn_checked: (a: number) => number;
+    readonly datasetcolumn_codec: (a: number, b: number) => void;
+    readonly datasetcolumn_dtype: (a: number, b: number) => void;
+    readonly datasetcolumn_gather: (a: number, b: any, c: number) => any;
+    readonly datasetcolumn_info: (a: number) => any;
+    readonly datasetcolumn_itemShape: (a: number) => any;
+    readonly datasetcolumn_kind: (a: number, b: number) => void;
+    readonly datasetcolumn_len: (a: number) => number;
+    readonly datasetcolumn_name: (a: number, b: number) => void;
+    readonly datasetcolumn_openShards: (a: number) => number;
+    readonly datasetcolumn_stats: (a: number) => any;
     readonly store_checked: (a: number) => number;
     readonly store_codec: (a: number, b: number) => void;
     readonly store_dtype: (a: number, b: number) => void;
@@ -164,8 +298,8 @@ export interface InitOutput {
     readonly store_openFiles: (a: any, b: number) => any;
     readonly store_stats: (a: number) => any;
     readonly store_url: (a: number, b: number) => void;
-    readonly __wasm_bindgen_func_elem_595: (a: number, b: number, c: number, d: any) => void;
-    readonly __wasm_bindgen_func_elem_608: (a: number, b: number, c: any, d: any) => void;
+    readonly __wasm_bindgen_func_elem_829: (a: number, b: number, c: number, d: any) => void;
+    readonly __wasm_bindgen_func_elem_842: (a: number, b: number, c: any, d: any) => void;
     readonly __wbindgen_export: (a: number, b: number) => number;
     readonly __wbindgen_export2: (a: number, b: number, c: number, d: number) => number;
     readonly __wbindgen_export3: (a: number, b: number, c: number) => void;

@@ -1,6 +1,308 @@
 /* @ts-self-types="./zrecord.d.ts" */
 
 /**
+ * A dataset opened over HTTP(S): its manifest, and its columns.
+ */
+export class Dataset {
+    static __wrap(ptr) {
+        const obj = Object.create(Dataset.prototype);
+        obj.__wbg_ptr = ptr;
+        DatasetFinalization.register(obj, obj.__wbg_ptr, obj);
+        return obj;
+    }
+    __destroy_into_raw() {
+        const ptr = this.__wbg_ptr;
+        this.__wbg_ptr = 0;
+        DatasetFinalization.unregister(this);
+        return ptr;
+    }
+    free() {
+        const ptr = this.__destroy_into_raw();
+        wasm.__wbg_dataset_free(ptr, 0);
+    }
+    /**
+     * Column `name` (or its position) as a `DatasetColumn`.
+     * @param {string | number} which
+     * @returns {DatasetColumn}
+     */
+    column(which) {
+        try {
+            const retptr = wasm.__wbindgen_add_to_stack_pointer(-16) >>> 0;
+            wasm.dataset_column(retptr, this.__wbg_ptr, which);
+            var r0 = getDataViewMemory0().getInt32(retptr + 4 * 0, true);
+            var r1 = getDataViewMemory0().getInt32(retptr + 4 * 1, true);
+            var r2 = getDataViewMemory0().getInt32(retptr + 4 * 2, true);
+            if (r2) {
+                throw takeFromExternrefTable0(r1);
+            }
+            return DatasetColumn.__wrap(r0);
+        } finally {
+            wasm.__wbindgen_add_to_stack_pointer(16);
+        }
+    }
+    /**
+     * The columns: `[{name, kind, dtype, itemShape, codec}]`.
+     * @returns {DatasetColumnInfo[]}
+     */
+    get columns() {
+        const ret = wasm.dataset_columns(this.__wbg_ptr);
+        return ret;
+    }
+    /**
+     * Records in all shards.
+     * @returns {number}
+     */
+    get length() {
+        const ret = wasm.dataset_length(this.__wbg_ptr);
+        return ret;
+    }
+    /**
+     * Open the dataset at `url` (its root, or its `zrecord.json`): reads
+     * the manifest and looks for a newer version (two requests); shards
+     * open on first touch. Options as for `Store.open`, plus `version` (a
+     * committed version to read instead of the newest).
+     * @param {string} url
+     * @param {OpenOptions & { version?: number }} [options]
+     * @returns {Promise<Dataset>}
+     */
+    static open(url, options) {
+        const ptr0 = passStringToWasm0(url, wasm.__wbindgen_export, wasm.__wbindgen_export2);
+        const len0 = WASM_VECTOR_LEN;
+        const ret = wasm.dataset_open(ptr0, len0, isLikeNone(options) ? 0 : addToExternrefTable0(options));
+        return ret;
+    }
+    /**
+     * The position (in `shards`) of the shard holding global record `index`.
+     * @param {number} index
+     * @returns {number}
+     */
+    shardOf(index) {
+        try {
+            const retptr = wasm.__wbindgen_add_to_stack_pointer(-16) >>> 0;
+            wasm.dataset_shardOf(retptr, this.__wbg_ptr, index);
+            var r0 = getDataViewMemory0().getFloat64(retptr + 8 * 0, true);
+            var r2 = getDataViewMemory0().getInt32(retptr + 4 * 2, true);
+            var r3 = getDataViewMemory0().getInt32(retptr + 4 * 3, true);
+            if (r3) {
+                throw takeFromExternrefTable0(r2);
+            }
+            return r0;
+        } finally {
+            wasm.__wbindgen_add_to_stack_pointer(16);
+        }
+    }
+    /**
+     * The shards in order: `[{path, length, start}]` (`start`: the global
+     * index of the shard's first record).
+     * @returns {DatasetShard[]}
+     */
+    get shards() {
+        const ret = wasm.dataset_shards(this.__wbg_ptr);
+        return ret;
+    }
+    /**
+     * Requests and bytes spent reading the manifest: `{requests, bytes}`
+     * (each column counts its own).
+     * @returns {{ requests: number; bytes: number }}
+     */
+    stats() {
+        const ret = wasm.dataset_stats(this.__wbg_ptr);
+        return ret;
+    }
+    /**
+     * The dataset root's URL (ending in `/`).
+     * @returns {string}
+     */
+    get url() {
+        let deferred1_0;
+        let deferred1_1;
+        try {
+            const retptr = wasm.__wbindgen_add_to_stack_pointer(-16) >>> 0;
+            wasm.dataset_url(retptr, this.__wbg_ptr);
+            var r0 = getDataViewMemory0().getInt32(retptr + 4 * 0, true);
+            var r1 = getDataViewMemory0().getInt32(retptr + 4 * 1, true);
+            deferred1_0 = r0;
+            deferred1_1 = r1;
+            return getStringFromWasm0(r0, r1);
+        } finally {
+            wasm.__wbindgen_add_to_stack_pointer(16);
+            wasm.__wbindgen_export3(deferred1_0, deferred1_1, 1);
+        }
+    }
+    /**
+     * The committed version read.
+     * @returns {number}
+     */
+    get version() {
+        const ret = wasm.dataset_version(this.__wbg_ptr);
+        return ret;
+    }
+}
+if (Symbol.dispose) Dataset.prototype[Symbol.dispose] = Dataset.prototype.free;
+
+/**
+ * One column of a [`JsDataset`], read like a `Store`.
+ */
+export class DatasetColumn {
+    static __wrap(ptr) {
+        const obj = Object.create(DatasetColumn.prototype);
+        obj.__wbg_ptr = ptr;
+        DatasetColumnFinalization.register(obj, obj.__wbg_ptr, obj);
+        return obj;
+    }
+    __destroy_into_raw() {
+        const ptr = this.__wbg_ptr;
+        this.__wbg_ptr = 0;
+        DatasetColumnFinalization.unregister(this);
+        return ptr;
+    }
+    free() {
+        const ptr = this.__destroy_into_raw();
+        wasm.__wbg_datasetcolumn_free(ptr, 0);
+    }
+    /**
+     * Whether gathers check records against the shards' checksum sidecars.
+     * @returns {boolean}
+     */
+    get checked() {
+        const ret = wasm.datasetcolumn_checked(this.__wbg_ptr);
+        return ret !== 0;
+    }
+    /**
+     * `"raw"`, `"zstd"` or `"zstd_dict"`.
+     * @returns {string}
+     */
+    get codec() {
+        let deferred1_0;
+        let deferred1_1;
+        try {
+            const retptr = wasm.__wbindgen_add_to_stack_pointer(-16) >>> 0;
+            wasm.datasetcolumn_codec(retptr, this.__wbg_ptr);
+            var r0 = getDataViewMemory0().getInt32(retptr + 4 * 0, true);
+            var r1 = getDataViewMemory0().getInt32(retptr + 4 * 1, true);
+            deferred1_0 = r0;
+            deferred1_1 = r1;
+            return getStringFromWasm0(r0, r1);
+        } finally {
+            wasm.__wbindgen_add_to_stack_pointer(16);
+            wasm.__wbindgen_export3(deferred1_0, deferred1_1, 1);
+        }
+    }
+    /**
+     * NumPy dtype string.
+     * @returns {string}
+     */
+    get dtype() {
+        let deferred1_0;
+        let deferred1_1;
+        try {
+            const retptr = wasm.__wbindgen_add_to_stack_pointer(-16) >>> 0;
+            wasm.datasetcolumn_dtype(retptr, this.__wbg_ptr);
+            var r0 = getDataViewMemory0().getInt32(retptr + 4 * 0, true);
+            var r1 = getDataViewMemory0().getInt32(retptr + 4 * 1, true);
+            deferred1_0 = r0;
+            deferred1_1 = r1;
+            return getStringFromWasm0(r0, r1);
+        } finally {
+            wasm.__wbindgen_add_to_stack_pointer(16);
+            wasm.__wbindgen_export3(deferred1_0, deferred1_1, 1);
+        }
+    }
+    /**
+     * Gather records by global index, as `Store.gather` (shards opened on
+     * first touch). Options: `signal`.
+     * @param {ArrayLike<number | bigint> | Iterable<number | bigint>} indices
+     * @param {CallOptions} [options]
+     * @returns {Promise<DenseBatch | RaggedBatch>}
+     */
+    gather(indices, options) {
+        const ret = wasm.datasetcolumn_gather(this.__wbg_ptr, indices, isLikeNone(options) ? 0 : addToExternrefTable0(options));
+        return ret;
+    }
+    /**
+     * `{url, name, len, kind, dtype, itemShape, codec, shards}`.
+     * @returns {object}
+     */
+    info() {
+        const ret = wasm.datasetcolumn_info(this.__wbg_ptr);
+        return ret;
+    }
+    /**
+     * `item_shape` of a Dense column, `null` for Ragged.
+     * @returns {number[] | null}
+     */
+    get itemShape() {
+        const ret = wasm.datasetcolumn_itemShape(this.__wbg_ptr);
+        return ret;
+    }
+    /**
+     * `"dense"` or `"ragged"`.
+     * @returns {string}
+     */
+    get kind() {
+        let deferred1_0;
+        let deferred1_1;
+        try {
+            const retptr = wasm.__wbindgen_add_to_stack_pointer(-16) >>> 0;
+            wasm.datasetcolumn_kind(retptr, this.__wbg_ptr);
+            var r0 = getDataViewMemory0().getInt32(retptr + 4 * 0, true);
+            var r1 = getDataViewMemory0().getInt32(retptr + 4 * 1, true);
+            deferred1_0 = r0;
+            deferred1_1 = r1;
+            return getStringFromWasm0(r0, r1);
+        } finally {
+            wasm.__wbindgen_add_to_stack_pointer(16);
+            wasm.__wbindgen_export3(deferred1_0, deferred1_1, 1);
+        }
+    }
+    /**
+     * Records in all shards.
+     * @returns {number}
+     */
+    get len() {
+        const ret = wasm.datasetcolumn_len(this.__wbg_ptr);
+        return ret;
+    }
+    /**
+     * The column's name.
+     * @returns {string}
+     */
+    get name() {
+        let deferred1_0;
+        let deferred1_1;
+        try {
+            const retptr = wasm.__wbindgen_add_to_stack_pointer(-16) >>> 0;
+            wasm.datasetcolumn_name(retptr, this.__wbg_ptr);
+            var r0 = getDataViewMemory0().getInt32(retptr + 4 * 0, true);
+            var r1 = getDataViewMemory0().getInt32(retptr + 4 * 1, true);
+            deferred1_0 = r0;
+            deferred1_1 = r1;
+            return getStringFromWasm0(r0, r1);
+        } finally {
+            wasm.__wbindgen_add_to_stack_pointer(16);
+            wasm.__wbindgen_export3(deferred1_0, deferred1_1, 1);
+        }
+    }
+    /**
+     * How many of its shards are open.
+     * @returns {number}
+     */
+    get openShards() {
+        const ret = wasm.datasetcolumn_openShards(this.__wbg_ptr);
+        return ret;
+    }
+    /**
+     * Requests and bytes this column's shards cost: `{requests, bytes}`.
+     * @returns {{ requests: number; bytes: number }}
+     */
+    stats() {
+        const ret = wasm.datasetcolumn_stats(this.__wbg_ptr);
+        return ret;
+    }
+}
+if (Symbol.dispose) DatasetColumn.prototype[Symbol.dispose] = DatasetColumn.prototype.free;
+
+/**
  * A store, opened over HTTP(S) or from local files.
  */
 export class Store {
@@ -327,6 +629,10 @@ function __wbg_get_imports() {
             const ret = arg0.call(arg1, arg2, arg3);
             return ret;
         }, arguments); },
+        __wbg_dataset_new: function(arg0) {
+            const ret = Dataset.__wrap(arg0);
+            return ret;
+        },
         __wbg_done_57e08d0be6e30c02: function(arg0) {
             const ret = arg0.done;
             return ret;
@@ -578,7 +884,7 @@ function __wbg_get_imports() {
                     const a = state0.a;
                     state0.a = 0;
                     try {
-                        return __wasm_bindgen_func_elem_608(a, state0.b, arg0, arg1);
+                        return __wasm_bindgen_func_elem_842(a, state0.b, arg0, arg1);
                     } finally {
                         state0.a = a;
                     }
@@ -612,7 +918,7 @@ function __wbg_get_imports() {
                     const a = state0.a;
                     state0.a = 0;
                     try {
-                        return __wasm_bindgen_func_elem_608(a, state0.b, arg0, arg1);
+                        return __wasm_bindgen_func_elem_842(a, state0.b, arg0, arg1);
                     } finally {
                         state0.a = a;
                     }
@@ -742,8 +1048,8 @@ function __wbg_get_imports() {
             return ret;
         },
         __wbindgen_generic_0000000000000001: function(arg0, arg1) {
-            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [Externref], shim_idx: 124, ret: Result(Unit), inner_ret: Some(Result(Unit)) }, mutable: true }) -> Externref`.
-            const ret = makeMutClosure(arg0, arg1, __wasm_bindgen_func_elem_595);
+            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [Externref], shim_idx: 188, ret: Result(Unit), inner_ret: Some(Result(Unit)) }, mutable: true }) -> Externref`.
+            const ret = makeMutClosure(arg0, arg1, __wasm_bindgen_func_elem_829);
             return ret;
         },
         __wbindgen_generic_0000000000000002: function(arg0) {
@@ -771,14 +1077,14 @@ function __wbg_get_imports() {
     };
 }
 
-function __wasm_bindgen_func_elem_608(arg0, arg1, arg2, arg3) {
-    wasm.__wasm_bindgen_func_elem_608(arg0, arg1, arg2, arg3);
+function __wasm_bindgen_func_elem_842(arg0, arg1, arg2, arg3) {
+    wasm.__wasm_bindgen_func_elem_842(arg0, arg1, arg2, arg3);
 }
 
-function __wasm_bindgen_func_elem_595(arg0, arg1, arg2) {
+function __wasm_bindgen_func_elem_829(arg0, arg1, arg2) {
     try {
         const retptr = wasm.__wbindgen_add_to_stack_pointer(-16) >>> 0;
-        wasm.__wasm_bindgen_func_elem_595(retptr, arg0, arg1, arg2);
+        wasm.__wasm_bindgen_func_elem_829(retptr, arg0, arg1, arg2);
         var r0 = getDataViewMemory0().getInt32(retptr + 4 * 0, true);
         var r1 = getDataViewMemory0().getInt32(retptr + 4 * 1, true);
         if (r1) {
@@ -789,6 +1095,12 @@ function __wasm_bindgen_func_elem_595(arg0, arg1, arg2) {
     }
 }
 
+const DatasetFinalization = (typeof FinalizationRegistry === 'undefined')
+    ? { register: () => {}, unregister: () => {} }
+    : new FinalizationRegistry(ptr => wasm.__wbg_dataset_free(ptr, 1));
+const DatasetColumnFinalization = (typeof FinalizationRegistry === 'undefined')
+    ? { register: () => {}, unregister: () => {} }
+    : new FinalizationRegistry(ptr => wasm.__wbg_datasetcolumn_free(ptr, 1));
 const StoreFinalization = (typeof FinalizationRegistry === 'undefined')
     ? { register: () => {}, unregister: () => {} }
     : new FinalizationRegistry(ptr => wasm.__wbg_store_free(ptr, 1));

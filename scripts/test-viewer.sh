@@ -7,8 +7,9 @@
 #     root = the loaderx fixtures;
 #   - a second `zrecord serve` on `zrecord demo --no-serve` stores (with the
 #     demo dataset: image, label, caption and caption-tokens side by side);
-#   - one nginx with five servers: CORS + Range (fixtures, a 200,000-record
-#     store, scratch stores), no CORS headers, no Range support (max_ranges 0),
+#   - one nginx with five servers: CORS + Range (fixtures, the dataset
+#     fixture dataset-v1, a 200,000-record store, scratch stores), no CORS
+#     headers, no Range support (max_ranges 0),
 #     gzip on, and the same CORS server again for the access-log count;
 # runs `node --test tests/viewer/`, and stops every server by its PID.
 # Screenshots land in target/viewer-screenshots/.
@@ -69,6 +70,7 @@ if [ ! -f "$big/meta.zr" ] || [ "$(stat -c %s "$big/meta.zr")" != 3204096 ]; the
   "$bin/big_store" "$big" 200000
 fi
 ln -sfn "$fixtures" "$work/site/fixtures"
+ln -sfn "$repo/tests/fixtures/dataset-v1" "$work/site/dataset-v1"
 ln -sfn "$work/big" "$work/site/big"
 ln -sfn "$work/scratch" "$work/site/scratch"
 

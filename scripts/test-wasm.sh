@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The wasm test suite (tests/wasm_node.rs, tests/wasm_browser.rs): nginx
-# serves the loaderx fixtures on 127.0.0.1, the suite reads them through the
+# serves the loaderx fixtures and the dataset fixture on 127.0.0.1, the suite reads them through the
 # JavaScript API in Node and in headless Chromium (whose page comes from
 # wasm-bindgen-test's own server: the store is cross-origin).
 # Needs nginx, node, chromium + chromedriver, wasm-pack and wasm-bindgen-cli
@@ -8,7 +8,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
-fixtures=$(cd "$root/tests/fixtures/loaderx-2.0.1" && pwd)
+# nginx serves tests/fixtures: the loaderx stores and the dataset fixture.
+fixtures=$(cd "$root/tests/fixtures" && pwd)
 
 for tool in wasm-pack wasm-bindgen-test-runner node chromedriver; do
   command -v "$tool" >/dev/null || { echo "test-wasm: $tool is missing (run .ci/install)" >&2; exit 1; }
@@ -34,7 +35,8 @@ for _ in $(seq 100); do
   sleep 0.1
 done
 
-export ZRECORD_TEST_URL=http://127.0.0.1:$port
+export ZRECORD_TEST_URL=http://127.0.0.1:$port/loaderx-2.0.1
+export ZRECORD_TEST_DATASET_URL=http://127.0.0.1:$port/dataset-v1
 cargo fetch --quiet
 wasm-pack test --node --mode no-install . --no-default-features --test wasm_node
 wasm-pack test --headless --chrome --mode no-install . --no-default-features --test wasm_browser

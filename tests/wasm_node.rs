@@ -30,3 +30,8 @@ async fn abort_signal_cancels() {
 async fn custom_fetch_and_headers() {
     wasm_common::custom_fetch_and_headers().await;
 }
+
+#[wasm_bindgen_test]
+async fn dataset_over_http() {
+    wasm_common::dataset::dataset_over_http().await;
+}

@@ -236,6 +236,8 @@ class StoreClient {
   shapes(indices, signal) { return this.call('shapes', { indices }, signal); }
   info() { return this.call('info'); }
   records(indices, { summary = false, signal } = {}) { return this.call('records', { indices, summary }, signal); }
+  /** Open the dataset whose zrecord.json is at `url` (see worker.js); its columns are streams. */
+  openDataset(url, key, signal) { return this.call('openDataset', { url, key }, signal); }
 
   /** The same calls, on the dataset stream opened under `key`. */
   stream(key) {
@@ -2124,8 +2126,12 @@ class DatasetView {
    * @param {{table: HTMLElement, side: HTMLElement}} els
    * @param {{name, url?, client, summary}[]} streams opened streams (client: a StreamClient)
    * @param {{onSelect(i), onError(e)}} hooks
+   * @param {{shards?: {path, length, start}[], version?: number}} layout a dataset with a
+   *   manifest: its shards end to end (each row shows its shard), and its version
    */
-  constructor(els, streams, hooks) {
+  constructor(els, streams, hooks, { shards = null, version = null } = {}) {
+    this.shards = shards;
+    this.version = version;
     this.els = els;
     this.streams = streams.map((s) => ({ ...s, dt: parseDtype(s.summary.dtype) }));
     for (const s of this.streams) s.kind = cellKind(s.summary, s.dt);
@@ -2154,8 +2160,9 @@ class DatasetView {
     this.build();
     this.buildSide();
     for (const s of this.streams) {
-      if (s.kind === 'tokens' && s.url) {
-        tokenizerFor(s.url).then((tok) => this.setTokenizer(s, tok), () => {});
+      s.tokenizerKey ??= s.url;
+      if (s.kind === 'tokens' && s.tokenizerKey) {
+        tokenizerFor(s.tokenizerKey).then((tok) => this.setTokenizer(s, tok), () => {});
       }
     }
   }
@@ -2168,12 +2175,25 @@ class DatasetView {
     for (const ctl of this.counts.values()) ctl.abort();
   }
 
+  /** The shard holding row `i` (its position in `shards`). */
+  shardOf(i) {
+    let lo = 0;
+    let hi = this.shards.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (this.shards[mid].start <= i) lo = mid;
+      else hi = mid - 1;
+    }
+    return lo;
+  }
+
   build() {
-    this.cols = `64px ${this.streams.map((s) => (s.kind === 'image' ? `${THUMB + 16}px` : s.kind === 'scalar' ? 'minmax(70px, 110px)' : 'minmax(140px, 1fr)')).join(' ')}`;
+    const shardCol = this.shards ? ' minmax(90px, 160px)' : '';
+    this.cols = `64px${shardCol} ${this.streams.map((s) => (s.kind === 'image' ? `${THUMB + 16}px` : s.kind === 'scalar' ? 'minmax(70px, 110px)' : 'minmax(140px, 1fr)')).join(' ')}`;
     this.rows = new VirtualRows(this.n, ROW, {
       label: 'Dataset rows',
       makeRow: () => {
-        const r = h('div.ds-row', { style: { gridTemplateColumns: this.cols } }, h('span.idx'), this.streams.map(() => h('div.cell')));
+        const r = h('div.ds-row', { style: { gridTemplateColumns: this.cols } }, h('span.idx'), this.shards ? h('span.shard') : null, this.streams.map(() => h('div.cell')));
         r.drawn = [];
         return r;
       },
@@ -2182,11 +2202,18 @@ class DatasetView {
     this.rowsEl = this.rows.rowsEl;
     this.scroller = this.rows.scroller;
     this.scroller.classList.add('ds-scroll');
-    const head = h('div.ds-cols', { style: { gridTemplateColumns: this.cols } }, h('span', 'index'),
+    const head = h('div.ds-cols', { style: { gridTemplateColumns: this.cols } }, h('span', 'index'), this.shards ? h('span', 'shard') : null,
       this.streams.map((s) => h('span', { title: `${s.summary.dtype} ${fmtShape(s.summary.itemShape)} ${s.summary.kind}` }, s.name)));
     this.foot = h('div.vt-foot');
+    const about = this.shards ? ` · ${fmtInt(this.shards.length)} shards · version ${this.version}` : '';
+    // Jump to any row (a global index: shards are laid end to end).
+    const jump = h('input.ds-goto', { type: 'number', min: 0, max: Math.max(0, this.n - 1), placeholder: 'go to row', 'aria-label': 'Go to row' });
+    jump.addEventListener('keydown', (e) => {
+      const i = Number(jump.value);
+      if (e.key === 'Enter' && Number.isInteger(i) && i >= 0 && i < this.n) this.select(i, true);
+    });
     setChildren(this.els.table,
-      h('div.table-bar', h('h2', `Dataset · ${this.streams.length} streams · ${fmtInt(this.n)} rows`)),
+      h('div.table-bar', h('h2', `Dataset · ${this.streams.length} streams · ${fmtInt(this.n)} rows${about}`), jump),
       head, this.scroller, this.foot);
     this.els.table.classList.add('dataset');
     this.scroller.addEventListener('scroll', () => {
@@ -2229,14 +2256,22 @@ class DatasetView {
     const { first, last } = this.rows.render();
     setChildren(this.foot,
       h('span', this.n ? `${fmtInt(first)}–${fmtInt(last - 1)} of ${fmtInt(this.n)}` : 'no records'),
-      h('span', this.selected >= 0 ? `selected #${fmtInt(this.selected)}` : ''));
+      h('span', this.selected >= 0 ? `selected #${fmtInt(this.selected)}${this.shards ? ` (shard ${this.shardOf(this.selected)})` : ''}` : ''));
   }
 
   fillRow(row, i) {
     row.classList.toggle('selected', i === this.selected);
     row.children[0].textContent = fmtInt(i);
+    const first = this.shards ? 2 : 1;
+    if (this.shards) {
+      const k = this.shardOf(i);
+      const el = row.children[1];
+      el.dataset.shard = String(k);
+      el.title = `${this.shards[k].path}: rows ${fmtInt(this.shards[k].start)}–${fmtInt(this.shards[k].start + this.shards[k].length - 1)}`;
+      el.textContent = `${k} · ${this.shards[k].path.split('/').pop()}`;
+    }
     this.streams.forEach((s, c) => {
-      const cell = row.children[c + 1];
+      const cell = row.children[c + first];
       const rec = this.record(s, i);
       const key = rec ? `${i}:${s.tok?.name ?? ''}` : `${i}:pending`;
       if (row.drawn[c] === key) return;
@@ -2322,7 +2357,7 @@ class DatasetView {
       s.url ? h('div.note', h('a', { href: `#url=${encodeURIComponent(s.url)}` }, 'open this store alone')) : null,
     ];
     if (s.kind === 'tokens') {
-      parts.push(tokenizerBar(s.url, s.tok, (tok) => this.setTokenizer(s, tok)));
+      parts.push(tokenizerBar(s.tokenizerKey, s.tok, (tok) => this.setTokenizer(s, tok)));
     }
     if (isScalarInt(sum, s.dt)) parts.push(s.balanceEl ||= h('div.balance'));
     setChildren(card, parts);
@@ -2570,6 +2605,7 @@ const state = {
   tokenizer: null, // the Tokenizer attached to the open store, if any
   dataset: null, // the open DatasetView
   datasetStreams: [], // its StreamClients
+  manifestKey: null, // the worker's key of an open dataset with a manifest
   firstPainted: false,
   firstRecord: null, // {index, source, recs: Promise} asked for with the open
   quick: null, // {index, source} of a first record first.js drew
@@ -2606,6 +2642,8 @@ function onHash() {
     openSource({ url: absolute(url) }, index);
   } else if (url && index != null && index !== state.selected && state.table) {
     state.table.select(index, true);
+  } else if (url && index != null && state.dataset && index !== state.dataset.selected && index < state.dataset.n) {
+    state.dataset.select(index, true);
   } else if (!url && !state.source?.files) {
     showWelcome();
   }
@@ -2622,6 +2660,10 @@ function absolute(url) {
 // ---------------------------------------------------------------- opening
 
 async function openSource(source, index = null) {
+  if (source.url && MANIFEST_URL.test(source.url)) {
+    openManifestDataset(source.url.replace(MANIFEST_URL, ''));
+    return;
+  }
   state.openCtl?.abort();
   closeStore();
   const ctl = new AbortController();
@@ -2655,8 +2697,11 @@ async function openSource(source, index = null) {
     summary = await opening;
   } catch (e) {
     if (isAbort(e)) return;
-    // A folder whose sub-folders are stores is a dataset.
-    const kids = source.url && /not found|404/i.test(e.message) ? await childStores(source.url) : [];
+    const missing = source.url && /not found|404/i.test(e.message);
+    // Not a store: a dataset's root (its zrecord.json), or a folder whose
+    // sub-folders are stores.
+    if (missing && await openManifestDataset(source.url, { quiet: true })) return;
+    const kids = missing ? await childStores(source.url) : [];
     if (state.openCtl !== ctl) return;
     if (kids.length) {
       openDataset(kids, { key: source.url, url: source.url });
@@ -2854,17 +2899,41 @@ async function childStores(url) {
     .sort((a, b) => a.name.localeCompare(b.name));
 }
 
+/** Leave what is open and show the dataset view loading; returns its AbortController. */
+function beginDataset(source) {
+  state.openCtl?.abort();
+  closeStore();
+  const ctl = new AbortController();
+  state.openCtl = ctl;
+  state.source = source;
+  network.reset();
+  $('#layout').classList.add('dataset-mode');
+  showOnly('loading');
+  return ctl;
+}
+
+/** Show opened streams ([{name, client, summary, url?}]) side by side; `shards` for a dataset with a manifest. */
+function showDataset(opened, { url = null, shards = null, version = null } = {}) {
+  const name = url ? shortName(url) : 'dataset';
+  document.title = `${name} (dataset) · zrecord viewer`;
+  showOnly('dataset');
+  state.dataset = new DatasetView({ table: $('#records'), side: $('#dataset-side') }, opened, {
+    onSelect: (i) => {
+      if (url) writeHash(readHash().url || url, i);
+    },
+    onError: (e, s) => network.error(`${s.name}: ${e.message}`),
+    onFirstRows: () => markFirstRecord(),
+  }, { shards, version });
+  const { index } = readHash();
+  if (index != null && index >= 0 && index < state.dataset.n) state.dataset.select(index, true);
+}
+
 /**
  * Open `streams` ([{name, url} | {name, files}]) as one dataset: every one
  * must hold the same number of records, or the dataset is refused.
  */
 async function openDataset(streams, { key, url = null } = {}) {
-  state.openCtl?.abort();
-  closeStore();
-  const ctl = new AbortController();
-  state.openCtl = ctl;
-  const source = { dataset: key || streams.map((s) => s.url || s.name).join(' '), url, streams };
-  state.source = source;
+  const ctl = beginDataset({ dataset: key || streams.map((s) => s.url || s.name).join(' '), url, streams });
   // Stream names label columns and cards: make them unique.
   const seen = new Map();
   streams = streams.map((st) => {
@@ -2872,9 +2941,6 @@ async function openDataset(streams, { key, url = null } = {}) {
     seen.set(st.name, n);
     return n > 1 ? { ...st, name: `${st.name} (${n})` } : st;
   });
-  network.reset();
-  $('#layout').classList.add('dataset-mode');
-  showOnly('loading');
   const clients = streams.map((s, k) => client.stream(`ds:${k}`));
   state.datasetStreams = clients;
   let summaries;
@@ -2897,18 +2963,43 @@ async function openDataset(streams, { key, url = null } = {}) {
     refuseDataset(opened, why);
     return;
   }
-  const name = url ? shortName(url) : 'dataset';
-  document.title = `${name} (dataset) · zrecord viewer`;
-  showOnly('dataset');
-  state.dataset = new DatasetView({ table: $('#records'), side: $('#dataset-side') }, opened, {
-    onSelect: (i) => {
-      if (url) writeHash(readHash().url || url, i);
-    },
-    onError: (e, s) => network.error(`${s.name}: ${e.message}`),
-    onFirstRows: () => markFirstRecord(),
-  });
-  const { index } = readHash();
-  if (index != null && index >= 0 && index < summaries[0].len) state.dataset.select(index, true);
+  showDataset(opened, { url });
+}
+
+/** A dataset URL naming its manifest rather than its root. */
+const MANIFEST_URL = /zrecord\.json$/;
+let manifestKeys = 0;
+
+/**
+ * Open the dataset whose manifest is `root`'s zrecord.json: its columns
+ * side by side, its shards end to end (one request for the manifest, one
+ * for a newer version; shards open as rows need them). With `quiet` (the
+ * caller found no store at `root`), a root without a manifest resolves
+ * false and leaves the page to the caller. Resolves true otherwise.
+ */
+async function openManifestDataset(root, { quiet = false } = {}) {
+  const key = `manifest:${++manifestKeys}`;
+  const source = { dataset: `manifest ${root}`, url: root };
+  let ctl = quiet ? state.openCtl : beginDataset(source);
+  let got;
+  try {
+    got = await client.openDataset(root, key, ctl.signal);
+  } catch (e) {
+    if (isAbort(e) || state.openCtl !== ctl) return true;
+    if (quiet && e.code === 'NotFound') return false;
+    network.error(e.message);
+    showProblem(e, state.source);
+    return true;
+  }
+  if (state.openCtl !== ctl) {
+    client.call('close', { key }).catch(() => {});
+    return true;
+  }
+  if (quiet) ctl = beginDataset(source);
+  state.manifestKey = key;
+  const opened = got.columns.map((c) => ({ name: c.name, client: client.stream(c.key), summary: c.summary, tokenizerKey: `${got.url}#${c.name}` }));
+  showDataset(opened, { url: root, shards: got.shards, version: got.version });
+  return true;
 }
 
 function refuseDataset(opened, why) {
@@ -2929,6 +3020,8 @@ function closeDataset() {
   state.dataset = null;
   for (const c of state.datasetStreams) c.close().catch(() => {});
   state.datasetStreams = [];
+  if (state.manifestKey) client.call('close', { key: state.manifestKey }).catch(() => {});
+  state.manifestKey = null;
   $('#layout').classList.remove('dataset-mode');
   $('#records').classList.remove('dataset');
   setChildren($('#dataset-side'));

@@ -38,6 +38,7 @@ const state = {
   tokenizer: null, // the Tokenizer attached to the open store, if any
   dataset: null, // the open DatasetView
   datasetStreams: [], // its StreamClients
+  manifestKey: null, // the worker's key of an open dataset with a manifest
   firstPainted: false,
   firstRecord: null, // {index, source, recs: Promise} asked for with the open
   quick: null, // {index, source} of a first record first.js drew
@@ -74,6 +75,8 @@ function onHash() {
     openSource({ url: absolute(url) }, index);
   } else if (url && index != null && index !== state.selected && state.table) {
     state.table.select(index, true);
+  } else if (url && index != null && state.dataset && index !== state.dataset.selected && index < state.dataset.n) {
+    state.dataset.select(index, true);
   } else if (!url && !state.source?.files) {
     showWelcome();
   }
@@ -90,6 +93,10 @@ function absolute(url) {
 // ---------------------------------------------------------------- opening
 
 async function openSource(source, index = null) {
+  if (source.url && MANIFEST_URL.test(source.url)) {
+    openManifestDataset(source.url.replace(MANIFEST_URL, ''));
+    return;
+  }
   state.openCtl?.abort();
   closeStore();
   const ctl = new AbortController();
@@ -123,8 +130,11 @@ async function openSource(source, index = null) {
     summary = await opening;
   } catch (e) {
     if (isAbort(e)) return;
-    // A folder whose sub-folders are stores is a dataset.
-    const kids = source.url && /not found|404/i.test(e.message) ? await childStores(source.url) : [];
+    const missing = source.url && /not found|404/i.test(e.message);
+    // Not a store: a dataset's root (its zrecord.json), or a folder whose
+    // sub-folders are stores.
+    if (missing && await openManifestDataset(source.url, { quiet: true })) return;
+    const kids = missing ? await childStores(source.url) : [];
     if (state.openCtl !== ctl) return;
     if (kids.length) {
       openDataset(kids, { key: source.url, url: source.url });
@@ -322,17 +332,41 @@ async function childStores(url) {
     .sort((a, b) => a.name.localeCompare(b.name));
 }
 
+/** Leave what is open and show the dataset view loading; returns its AbortController. */
+function beginDataset(source) {
+  state.openCtl?.abort();
+  closeStore();
+  const ctl = new AbortController();
+  state.openCtl = ctl;
+  state.source = source;
+  network.reset();
+  $('#layout').classList.add('dataset-mode');
+  showOnly('loading');
+  return ctl;
+}
+
+/** Show opened streams ([{name, client, summary, url?}]) side by side; `shards` for a dataset with a manifest. */
+function showDataset(opened, { url = null, shards = null, version = null } = {}) {
+  const name = url ? shortName(url) : 'dataset';
+  document.title = `${name} (dataset) · zrecord viewer`;
+  showOnly('dataset');
+  state.dataset = new DatasetView({ table: $('#records'), side: $('#dataset-side') }, opened, {
+    onSelect: (i) => {
+      if (url) writeHash(readHash().url || url, i);
+    },
+    onError: (e, s) => network.error(`${s.name}: ${e.message}`),
+    onFirstRows: () => markFirstRecord(),
+  }, { shards, version });
+  const { index } = readHash();
+  if (index != null && index >= 0 && index < state.dataset.n) state.dataset.select(index, true);
+}
+
 /**
  * Open `streams` ([{name, url} | {name, files}]) as one dataset: every one
  * must hold the same number of records, or the dataset is refused.
  */
 async function openDataset(streams, { key, url = null } = {}) {
-  state.openCtl?.abort();
-  closeStore();
-  const ctl = new AbortController();
-  state.openCtl = ctl;
-  const source = { dataset: key || streams.map((s) => s.url || s.name).join(' '), url, streams };
-  state.source = source;
+  const ctl = beginDataset({ dataset: key || streams.map((s) => s.url || s.name).join(' '), url, streams });
   // Stream names label columns and cards: make them unique.
   const seen = new Map();
   streams = streams.map((st) => {
@@ -340,9 +374,6 @@ async function openDataset(streams, { key, url = null } = {}) {
     seen.set(st.name, n);
     return n > 1 ? { ...st, name: `${st.name} (${n})` } : st;
   });
-  network.reset();
-  $('#layout').classList.add('dataset-mode');
-  showOnly('loading');
   const clients = streams.map((s, k) => client.stream(`ds:${k}`));
   state.datasetStreams = clients;
   let summaries;
@@ -365,18 +396,43 @@ async function openDataset(streams, { key, url = null } = {}) {
     refuseDataset(opened, why);
     return;
   }
-  const name = url ? shortName(url) : 'dataset';
-  document.title = `${name} (dataset) · zrecord viewer`;
-  showOnly('dataset');
-  state.dataset = new DatasetView({ table: $('#records'), side: $('#dataset-side') }, opened, {
-    onSelect: (i) => {
-      if (url) writeHash(readHash().url || url, i);
-    },
-    onError: (e, s) => network.error(`${s.name}: ${e.message}`),
-    onFirstRows: () => markFirstRecord(),
-  });
-  const { index } = readHash();
-  if (index != null && index >= 0 && index < summaries[0].len) state.dataset.select(index, true);
+  showDataset(opened, { url });
+}
+
+/** A dataset URL naming its manifest rather than its root. */
+const MANIFEST_URL = /zrecord\.json$/;
+let manifestKeys = 0;
+
+/**
+ * Open the dataset whose manifest is `root`'s zrecord.json: its columns
+ * side by side, its shards end to end (one request for the manifest, one
+ * for a newer version; shards open as rows need them). With `quiet` (the
+ * caller found no store at `root`), a root without a manifest resolves
+ * false and leaves the page to the caller. Resolves true otherwise.
+ */
+async function openManifestDataset(root, { quiet = false } = {}) {
+  const key = `manifest:${++manifestKeys}`;
+  const source = { dataset: `manifest ${root}`, url: root };
+  let ctl = quiet ? state.openCtl : beginDataset(source);
+  let got;
+  try {
+    got = await client.openDataset(root, key, ctl.signal);
+  } catch (e) {
+    if (isAbort(e) || state.openCtl !== ctl) return true;
+    if (quiet && e.code === 'NotFound') return false;
+    network.error(e.message);
+    showProblem(e, state.source);
+    return true;
+  }
+  if (state.openCtl !== ctl) {
+    client.call('close', { key }).catch(() => {});
+    return true;
+  }
+  if (quiet) ctl = beginDataset(source);
+  state.manifestKey = key;
+  const opened = got.columns.map((c) => ({ name: c.name, client: client.stream(c.key), summary: c.summary, tokenizerKey: `${got.url}#${c.name}` }));
+  showDataset(opened, { url: root, shards: got.shards, version: got.version });
+  return true;
 }
 
 function refuseDataset(opened, why) {
@@ -397,6 +453,8 @@ function closeDataset() {
   state.dataset = null;
   for (const c of state.datasetStreams) c.close().catch(() => {});
   state.datasetStreams = [];
+  if (state.manifestKey) client.call('close', { key: state.manifestKey }).catch(() => {});
+  state.manifestKey = null;
   $('#layout').classList.remove('dataset-mode');
   $('#records').classList.remove('dataset');
   setChildren($('#dataset-side'));

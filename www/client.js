@@ -73,6 +73,8 @@ export class StoreClient {
   shapes(indices, signal) { return this.call('shapes', { indices }, signal); }
   info() { return this.call('info'); }
   records(indices, { summary = false, signal } = {}) { return this.call('records', { indices, summary }, signal); }
+  /** Open the dataset whose zrecord.json is at `url` (see worker.js); its columns are streams. */
+  openDataset(url, key, signal) { return this.call('openDataset', { url, key }, signal); }
 
   /** The same calls, on the dataset stream opened under `key`. */
   stream(key) {

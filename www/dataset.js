@@ -52,8 +52,12 @@ export class DatasetView {
    * @param {{table: HTMLElement, side: HTMLElement}} els
    * @param {{name, url?, client, summary}[]} streams opened streams (client: a StreamClient)
    * @param {{onSelect(i), onError(e)}} hooks
+   * @param {{shards?: {path, length, start}[], version?: number}} layout a dataset with a
+   *   manifest: its shards end to end (each row shows its shard), and its version
    */
-  constructor(els, streams, hooks) {
+  constructor(els, streams, hooks, { shards = null, version = null } = {}) {
+    this.shards = shards;
+    this.version = version;
     this.els = els;
     this.streams = streams.map((s) => ({ ...s, dt: parseDtype(s.summary.dtype) }));
     for (const s of this.streams) s.kind = cellKind(s.summary, s.dt);
@@ -82,8 +86,9 @@ export class DatasetView {
     this.build();
     this.buildSide();
     for (const s of this.streams) {
-      if (s.kind === 'tokens' && s.url) {
-        tokenizerFor(s.url).then((tok) => this.setTokenizer(s, tok), () => {});
+      s.tokenizerKey ??= s.url;
+      if (s.kind === 'tokens' && s.tokenizerKey) {
+        tokenizerFor(s.tokenizerKey).then((tok) => this.setTokenizer(s, tok), () => {});
       }
     }
   }
@@ -96,12 +101,25 @@ export class DatasetView {
     for (const ctl of this.counts.values()) ctl.abort();
   }
 
+  /** The shard holding row `i` (its position in `shards`). */
+  shardOf(i) {
+    let lo = 0;
+    let hi = this.shards.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (this.shards[mid].start <= i) lo = mid;
+      else hi = mid - 1;
+    }
+    return lo;
+  }
+
   build() {
-    this.cols = `64px ${this.streams.map((s) => (s.kind === 'image' ? `${THUMB + 16}px` : s.kind === 'scalar' ? 'minmax(70px, 110px)' : 'minmax(140px, 1fr)')).join(' ')}`;
+    const shardCol = this.shards ? ' minmax(90px, 160px)' : '';
+    this.cols = `64px${shardCol} ${this.streams.map((s) => (s.kind === 'image' ? `${THUMB + 16}px` : s.kind === 'scalar' ? 'minmax(70px, 110px)' : 'minmax(140px, 1fr)')).join(' ')}`;
     this.rows = new VirtualRows(this.n, ROW, {
       label: 'Dataset rows',
       makeRow: () => {
-        const r = h('div.ds-row', { style: { gridTemplateColumns: this.cols } }, h('span.idx'), this.streams.map(() => h('div.cell')));
+        const r = h('div.ds-row', { style: { gridTemplateColumns: this.cols } }, h('span.idx'), this.shards ? h('span.shard') : null, this.streams.map(() => h('div.cell')));
         r.drawn = [];
         return r;
       },
@@ -110,11 +128,18 @@ export class DatasetView {
     this.rowsEl = this.rows.rowsEl;
     this.scroller = this.rows.scroller;
     this.scroller.classList.add('ds-scroll');
-    const head = h('div.ds-cols', { style: { gridTemplateColumns: this.cols } }, h('span', 'index'),
+    const head = h('div.ds-cols', { style: { gridTemplateColumns: this.cols } }, h('span', 'index'), this.shards ? h('span', 'shard') : null,
       this.streams.map((s) => h('span', { title: `${s.summary.dtype} ${fmtShape(s.summary.itemShape)} ${s.summary.kind}` }, s.name)));
     this.foot = h('div.vt-foot');
+    const about = this.shards ? ` · ${fmtInt(this.shards.length)} shards · version ${this.version}` : '';
+    // Jump to any row (a global index: shards are laid end to end).
+    const jump = h('input.ds-goto', { type: 'number', min: 0, max: Math.max(0, this.n - 1), placeholder: 'go to row', 'aria-label': 'Go to row' });
+    jump.addEventListener('keydown', (e) => {
+      const i = Number(jump.value);
+      if (e.key === 'Enter' && Number.isInteger(i) && i >= 0 && i < this.n) this.select(i, true);
+    });
     setChildren(this.els.table,
-      h('div.table-bar', h('h2', `Dataset · ${this.streams.length} streams · ${fmtInt(this.n)} rows`)),
+      h('div.table-bar', h('h2', `Dataset · ${this.streams.length} streams · ${fmtInt(this.n)} rows${about}`), jump),
       head, this.scroller, this.foot);
     this.els.table.classList.add('dataset');
     this.scroller.addEventListener('scroll', () => {
@@ -157,14 +182,22 @@ export class DatasetView {
     const { first, last } = this.rows.render();
     setChildren(this.foot,
       h('span', this.n ? `${fmtInt(first)}–${fmtInt(last - 1)} of ${fmtInt(this.n)}` : 'no records'),
-      h('span', this.selected >= 0 ? `selected #${fmtInt(this.selected)}` : ''));
+      h('span', this.selected >= 0 ? `selected #${fmtInt(this.selected)}${this.shards ? ` (shard ${this.shardOf(this.selected)})` : ''}` : ''));
   }
 
   fillRow(row, i) {
     row.classList.toggle('selected', i === this.selected);
     row.children[0].textContent = fmtInt(i);
+    const first = this.shards ? 2 : 1;
+    if (this.shards) {
+      const k = this.shardOf(i);
+      const el = row.children[1];
+      el.dataset.shard = String(k);
+      el.title = `${this.shards[k].path}: rows ${fmtInt(this.shards[k].start)}–${fmtInt(this.shards[k].start + this.shards[k].length - 1)}`;
+      el.textContent = `${k} · ${this.shards[k].path.split('/').pop()}`;
+    }
     this.streams.forEach((s, c) => {
-      const cell = row.children[c + 1];
+      const cell = row.children[c + first];
       const rec = this.record(s, i);
       const key = rec ? `${i}:${s.tok?.name ?? ''}` : `${i}:pending`;
       if (row.drawn[c] === key) return;
@@ -250,7 +283,7 @@ export class DatasetView {
       s.url ? h('div.note', h('a', { href: `#url=${encodeURIComponent(s.url)}` }, 'open this store alone')) : null,
     ];
     if (s.kind === 'tokens') {
-      parts.push(tokenizerBar(s.url, s.tok, (tok) => this.setTokenizer(s, tok)));
+      parts.push(tokenizerBar(s.tokenizerKey, s.tok, (tok) => this.setTokenizer(s, tok)));
     }
     if (isScalarInt(sum, s.dt)) parts.push(s.balanceEl ||= h('div.balance'));
     setChildren(card, parts);

@@ -50,6 +50,8 @@ dtypeReady.catch(() => {});
 
 /** Open stores by key: 'main' is the store view's, others a dataset's streams. */
 const stores = new Map(); // key -> {store, dtype, url}
+/** Open manifest datasets by key: their columns sit in `stores` as `${key}:${k}`. */
+const datasets = new Map(); // key -> {dataset, keys}
 let openGeneration = 0;
 const inflight = new Map(); // request id -> AbortController
 /** The store the boot script asked for early: {url, index, opened: Promise<Store>, first: Promise<batch> | null}. */
@@ -185,8 +187,31 @@ const ops = {
     return p;
   },
 
-  /** Forget a dataset stream (or the main store). */
+  /**
+   * Open the dataset whose manifest (zrecord.json) is at `url` under `key`:
+   * one request for the manifest, one for a newer version; its shards open
+   * when a row needs them. Each column is then a stream `${key}:${k}`.
+   */
+  async openDataset({ url, headers, key }, signal) {
+    const mod = await wasmReady;
+    const { parseDtype } = await dtypeReady;
+    dropDataset(key);
+    const options = { signal, verify: VERIFY, fetch: readerFetch };
+    if (headers && Object.keys(headers).length) options.headers = headers;
+    const dataset = await mod.Dataset.open(url, options);
+    const columns = dataset.columns.map((c, k) => {
+      const column = dataset.column(k);
+      const ck = `${key}:${k}`;
+      stores.set(ck, { store: column, dtype: parseDtype(column.dtype), url });
+      return { name: c.name, key: ck, summary: summary(ck) };
+    });
+    datasets.set(key, { dataset, keys: columns.map((c) => c.key) });
+    return { url: dataset.url, version: dataset.version, length: dataset.length, columns, shards: dataset.shards };
+  },
+
+  /** Forget a dataset stream, a manifest dataset (or the main store). */
   async close({ key }) {
+    if (datasets.has(key)) return dropDataset(key);
     const s = stores.get(key);
     stores.delete(key);
     s?.store.free?.();
@@ -293,6 +318,19 @@ async function openFiles(mod, files, options) {
   return mod.Store.openFiles(files, options);
 }
 
+/** Forget the manifest dataset `key` and its columns. */
+function dropDataset(key) {
+  const d = datasets.get(key);
+  if (!d) return null;
+  datasets.delete(key);
+  for (const k of d.keys) {
+    stores.get(k)?.store.free?.();
+    stores.delete(k);
+  }
+  d.dataset.free?.();
+  return null;
+}
+
 function need(key = 'main') {
   const s = stores.get(key);
   if (!s) throw new Error(key === 'main' ? 'no store is open' : `no stream ${key} is open`);
@@ -319,11 +357,11 @@ function normalizeLocs(got, count) {
   return transfer({ stored, decoded }, [stored.buffer, decoded.buffer]);
 }
 
-/** The reader's counters, summed over every open store. */
+/** The reader's counters, summed over every open store (and datasets' manifest reads). */
 function readStats() {
   if (!stores.size) return null;
   const sum = {};
-  for (const { store } of stores.values()) {
+  for (const { store } of [...stores.values(), ...[...datasets.values()].map((d) => ({ store: d.dataset }))]) {
     try {
       for (const [k, v] of Object.entries(store.stats())) sum[k] = (sum[k] || 0) + v;
     } catch {

@@ -23,6 +23,7 @@ impl Drop for AbortOnDrop {
 }
 
 /// `fetch` (the global one, or the caller's) as an [`HttpGet`].
+#[derive(Clone)]
 pub(super) struct FetchClient {
     pub fetch: Function,
     pub headers: Vec<(String, String)>,

@@ -1,8 +1,9 @@
 //! The JavaScript API (wasm-bindgen); the browser transports live beside it.
 //!
 //! The only module that knows about JavaScript: `Store` (open by URL or from
-//! local `File`s, gather, get, locs, stats) and the conversion of errors
-//! into JS `Error`s. Its transports sit beside it: `fetch` as an HTTP client
+//! local `File`s, gather, get, locs, stats), `Dataset` (beside it, in
+//! `dataset.rs`: a manifest and its columns over shards) and the conversion
+//! of errors into JS `Error`s. Its transports sit beside it: `fetch` as an HTTP client
 //! under [`crate::remote::HttpRanges`], and local `Blob`s as a plain range
 //! read. Everything it serves comes from the shared async driver in
 //! [`crate::remote`].
@@ -15,6 +16,7 @@
 //! ```
 
 mod blob;
+mod dataset;
 mod fetch;
 mod js;
 
@@ -24,6 +26,7 @@ use crate::remote::{cancellable, HttpRanges, RangeRead, RemoteOptions, RemoteSto
 use crate::Batch;
 use crate::Error;
 use blob::BlobFiles;
+pub use dataset::{JsDataset, JsDatasetColumn};
 use fetch::FetchClient;
 use js::{aborted, global_fn, invalid, js_error};
 use js_sys::{Array, Function, Object, Promise, Reflect, Uint8Array};
@@ -321,6 +324,30 @@ where
     future_to_promise(async move { cancellable(work, aborted(signal)).await.map_err(js_error) })
 }
 
+/// The fetch client for `url` from the options (`fetch`, `headers`,
+/// `timeoutMs`); refuses bucket URLs, which a page cannot sign.
+fn http_client(url: &str, options: &JsValue) -> Result<FetchClient, JsValue> {
+    // The core's scheme table: http(s):// and page-relative URLs are
+    // fetched; a bucket URL needs signed requests, which a page cannot make.
+    if let Location::Bucket { .. } = Location::parse(url).map_err(js_error)? {
+        return Err(js_error(Error::InvalidArgument {
+            store: url.to_string(),
+            why: "a browser cannot sign bucket requests; open the bucket's https:// URL \
+                  (public, or presigned for each file) instead"
+                .into(),
+        }));
+    }
+    let fetch = match get(options, "fetch") {
+        Some(f) => f.dyn_into::<Function>().map_err(|_| invalid("option fetch must be a function"))?,
+        None => global_fn("fetch")?,
+    };
+    Ok(FetchClient {
+        fetch,
+        headers: extra_headers(options)?,
+        timeout_ms: Some(number(options, "timeoutMs")?.unwrap_or(30_000.0)).filter(|&ms| ms > 0.0),
+    })
+}
+
 async fn open_with(
     transport: impl FnOnce(&RemoteOptions) -> Box<dyn RangeRead>,
     options: &JsValue,
@@ -345,25 +372,7 @@ impl JsStore {
         #[wasm_bindgen(unchecked_optional_param_type = "OpenOptions")] options: Option<JsValue>,
     ) -> Result<JsStore, JsValue> {
         let options = options.unwrap_or(JsValue::UNDEFINED);
-        // The core's scheme table: http(s):// and page-relative URLs are
-        // fetched; a bucket URL needs signed requests, which a page cannot make.
-        if let Location::Bucket { .. } = Location::parse(&url).map_err(js_error)? {
-            return Err(js_error(Error::InvalidArgument {
-                store: url,
-                why: "a browser cannot sign bucket requests; open the bucket's https:// URL \
-                      (public, or presigned for each file) instead"
-                    .into(),
-            }));
-        }
-        let fetch = match get(&options, "fetch") {
-            Some(f) => f.dyn_into::<Function>().map_err(|_| invalid("option fetch must be a function"))?,
-            None => global_fn("fetch")?,
-        };
-        let client = FetchClient {
-            fetch,
-            headers: extra_headers(&options)?,
-            timeout_ms: Some(number(&options, "timeoutMs")?.unwrap_or(30_000.0)).filter(|&ms| ms > 0.0),
-        };
+        let client = http_client(&url, &options)?;
         let http = |o: &RemoteOptions| {
             let retry = Retry { retries: o.retries, backoff: o.backoff };
             Box::new(HttpRanges::new(client, &url, retry)) as Box<dyn RangeRead>
@@ -586,12 +595,17 @@ impl JsStore {
 }
 
 async fn gather_js(store: &Shared, indices: &[u64]) -> Result<JsValue, Error> {
-    let dtype = store.info().dtype();
-    let o = Object::new();
-    set(&o, "dtype", dtype.as_str());
     let mut batch = Batch::for_store(store.info());
     store.gather_batch_into(indices, &mut batch).await?;
-    match &batch {
+    Ok(batch_js(store.info().dtype(), &batch))
+}
+
+/// A gathered batch as JS sees it (see `Store.gather`): shared by stores
+/// and dataset columns.
+fn batch_js(dtype: &DType, batch: &Batch) -> JsValue {
+    let o = Object::new();
+    set(&o, "dtype", dtype.as_str());
+    match batch {
         Batch::Dense(batch) => {
             set(&o, "data", typed_array(dtype, batch.bytes()));
             set(&o, "shape", shape_array(batch.shape()));
@@ -620,5 +634,5 @@ async fn gather_js(store: &Shared, indices: &[u64]) -> Result<JsValue, Error> {
             set(&o, "shapes", shapes);
         }
     }
-    Ok(o.into())
+    o.into()
 }

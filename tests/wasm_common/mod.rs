@@ -6,6 +6,7 @@
 //! The nginx URL comes from `ZRECORD_TEST_URL` at build time (set by
 //! scripts/test-wasm.sh).
 
+pub mod dataset;
 #[path = "../common/manifest.rs"]
 mod manifest;
 
