@@ -36,6 +36,7 @@ pub struct NativeWriter {
 }
 
 /// What a [`NativeWriter`] appends to.
+#[allow(clippy::large_enum_variant)] // one per writer
 enum Target {
     /// A store of its own, published by `close`.
     Store(Mutex<Option<Writer>>),

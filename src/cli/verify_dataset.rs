@@ -136,6 +136,7 @@ pub fn run(ctx: &Ctx, target: &Path, d: &DatasetArgs, json_out: bool) -> CliResu
 
 /// What the manifest says of store (`shard`, `column`) against what the
 /// store is: the mismatches, or `None` when the store does not open.
+#[allow(clippy::too_many_arguments)] // the check's inputs, named
 fn against(
     m: &Manifest,
     dataset: &str,
