@@ -382,3 +382,32 @@ fn a_taken_port_falls_back_or_fails() {
     let err = String::from_utf8(out.stderr).unwrap();
     assert!(err.contains("bind") && err.contains("--port"), "{err}");
 }
+
+/// `serve` lists a dataset beside the stores (a `kind` field the viewer can
+/// tell it by; store entries unchanged), and it reads over HTTP.
+#[test]
+fn serve_lists_datasets_and_they_read_over_http() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("ds");
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/dataset-v1");
+    assert!(Command::new("cp").arg("-r").arg(&fixture).arg(&root).status().unwrap().success());
+    let served = serve(dir.path());
+    assert!(served.lines.iter().any(|l| l == "datasets:"), "{:?}", served.lines);
+    let (status, _, _, body) = get(&format!("{}/api/stores", served.origin()), None);
+    assert_eq!(status, 200);
+    let list: Value = serde_json::from_slice(&body).unwrap();
+    let ds = list.as_array().unwrap().iter().find(|e| e["path"] == "ds").unwrap();
+    assert_eq!(ds["kind"], "dataset");
+    assert_eq!(ds["dataset"]["length"], 10);
+    assert_eq!(ds["dataset"]["columns"], serde_json::json!(["x", "tokens"]));
+    assert!(list
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"].is_null())
+        .all(|e| e["files"]["meta.zr"].is_u64()));
+    let url = format!("{}/ds/", served.origin());
+    let info: Value = serde_json::from_str(&ok(&[&"info", &"--json", &url])).unwrap();
+    assert_eq!((info["dataset"].as_bool(), info["len"].as_u64()), (Some(true), Some(10)));
+    assert!(ok(&[&"verify", &url]).contains(": ok: version 1"));
+}

@@ -186,3 +186,25 @@ fn four_processes_read_disjoint_shards_covering_the_epoch() {
     assert_eq!(covered, (0..f.len).collect::<Vec<_>>(), "the shards cover the epoch");
     assert!(seen.values().all(|&n| n == 1), "the shards are disjoint: {seen:?}");
 }
+
+/// A dataset pushed uploads its shards' stores, then its versions, then
+/// `zrecord.json` last, and opens from `s3://` afterwards.
+#[test]
+fn dataset_pushes_manifest_last_and_opens_from_the_bucket() {
+    let moto = Moto::start();
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/dataset-v1");
+    let url = moto.url("datasets/v1");
+    let out = ok(&moto, &[&"push", &"--json", &root, &url]);
+    let files: Vec<String> = out
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["file"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(files.last().map(String::as_str), Some("zrecord.json"), "{files:?}");
+    let first_version = files.iter().position(|f| f.starts_with("versions/")).unwrap();
+    assert!(files[..first_version].iter().all(|f| f.starts_with("shards/")), "{files:?}");
+    assert_eq!(files.iter().filter(|f| f.starts_with("shards/")).count(), 6 * 3, "{files:?}");
+    let info: serde_json::Value = serde_json::from_str(&ok(&moto, &[&"info", &"--json", &url])).unwrap();
+    assert_eq!((info["dataset"].as_bool(), info["len"].as_u64()), (Some(true), Some(10)));
+    let sums = ok(&moto, &[&"checksum", &"--column", &"x", &url]);
+    assert_eq!(sums.lines().count(), 10);
+}

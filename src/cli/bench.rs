@@ -309,7 +309,7 @@ pub fn run(ctx: &Ctx, a: Args) -> CliResult {
 /// The store a target is, when it is no dataset.
 fn store_of(t: &Target) -> Option<&AnyStore> {
     match t {
-        Target::Store(s) => Some(s),
+        Target::Store(s) => Some(s.as_ref()),
         Target::Dataset(_) => None,
     }
 }

@@ -91,8 +91,8 @@ pub fn for_each_chunk(
 /// What a STORE argument names: a store, or a dataset of columns.
 #[allow(clippy::large_enum_variant)] // made once per command
 pub enum Target {
-    Store(AnyStore),
-    Dataset(Box<Dataset>),
+    Store(Box<AnyStore>),
+    Dataset(Dataset),
 }
 
 /// `--column` and `--version`, for the commands that also read datasets.
@@ -117,7 +117,7 @@ pub fn open_target(arg: &Path, d: &DatasetArgs) -> CliResult<Target> {
 pub fn open_target_with(arg: &Path, d: &DatasetArgs, opts: &Options) -> CliResult<Target> {
     let ds_opts = DatasetOptions { version: d.version, open: opts.clone() };
     let as_dataset = |target: &str| -> zrecord::Result<Target> {
-        Ok(Target::Dataset(Box::new(Dataset::open_with(target, &ds_opts)?)))
+        Ok(Target::Dataset(Dataset::open_with(target, &ds_opts)?))
     };
     let target = match url_of(arg)? {
         None => {
@@ -125,12 +125,12 @@ pub fn open_target_with(arg: &Path, d: &DatasetArgs, opts: &Options) -> CliResul
             if is_local_dataset(&dir) {
                 as_dataset(&dir.to_string_lossy())?
             } else {
-                Target::Store(zrecord::open_with(arg, opts)?)
+                Target::Store(Box::new(zrecord::open_with(arg, opts)?))
             }
         }
         Some(url) if d.version.is_some() => as_dataset(url)?,
         Some(url) => match zrecord::open_with(arg, opts) {
-            Ok(store) => Target::Store(store),
+            Ok(store) => Target::Store(Box::new(store)),
             Err(store_err @ Error::NotFound { .. }) => match as_dataset(url) {
                 Err(Error::NotFound { .. }) => {
                     return Err(format!(

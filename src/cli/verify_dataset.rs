@@ -140,12 +140,10 @@ pub fn run(ctx: &Ctx, target: &Path, d: &DatasetArgs, json_out: bool) -> CliResu
 fn against(
     m: &Manifest,
     dataset: &str,
-    shard: usize,
-    column: usize,
+    (shard, column): (usize, usize),
     info: &StoreInfo,
     dict: Option<&[u8]>,
-    data: u64,
-    sums: Option<u64>,
+    (data, sums): (u64, Option<u64>),
 ) -> Vec<String> {
     let mut found = Vec::new();
     // The message names the dataset, shard and column: the line names them already.
@@ -183,7 +181,7 @@ fn against_local(
     let store = Store::open(dir).ok()?;
     let data = std::fs::metadata(dir.join(DATA)).ok()?.len();
     let sums = std::fs::metadata(dir.join(SUMS)).ok().map(|f| f.len());
-    Some(against(m, dataset, shard, column, store.info(), store.dict_bytes(), data, sums))
+    Some(against(m, dataset, (shard, column), store.info(), store.dict_bytes(), (data, sums)))
 }
 
 fn against_remote(
@@ -196,5 +194,5 @@ fn against_remote(
     let store = zrecord::open::remote(url, &Options::default()).ok()?;
     let data = store.data_size().ok()?;
     let sums = store.read_sidecar().ok()?.map(|b| b.len() as u64);
-    Some(against(m, dataset, shard, column, store.info(), store.dict_bytes(), data, sums))
+    Some(against(m, dataset, (shard, column), store.info(), store.dict_bytes(), (data, sums)))
 }
