@@ -38,8 +38,8 @@ pub struct NativeWriter {
 /// What a [`NativeWriter`] appends to.
 #[allow(clippy::large_enum_variant)] // one per writer
 enum Target {
-    /// A store of its own, published by `close`.
-    Store(Mutex<Option<Writer>>),
+    /// A store of its own, published by `close` (boxed: a `Writer` is large).
+    Store(Box<Mutex<Option<Writer>>>),
     /// Column `name` of a shard, closed with the shard by its `finish`.
     Column(SharedShard, String),
 }
@@ -232,7 +232,7 @@ impl NativeWriter {
             .py_err(py)?;
         let row = item_shape.map(|shape| row_bytes(writer.dtype().itemsize(), &shape));
         Ok(NativeWriter {
-            target: Target::Store(Mutex::new(Some(writer))),
+            target: Target::Store(Box::new(Mutex::new(Some(writer)))),
             row,
             name: path,
             pid: std::process::id(),

@@ -220,6 +220,7 @@ def write_dataset(
     codec: _Codec = "zstd",
     rows_per_shard: Optional[int] = None,
     mode: Literal["create", "append", "overwrite"] = "create",
+    codecs: Optional[Mapping[str, _Codec]] = None,
 ) -> "Dataset":
     """Write ``data`` as shards and commit them once; returns the dataset at that version."""
 

@@ -150,14 +150,15 @@ def commit(uri, shard_infos, *, mode="create"):
     return _native.commit(_target(uri), [i.json for i in infos], mode)
 
 
-def write_dataset(uri, data, *, codec="zstd", rows_per_shard=None, mode="create"):
+def write_dataset(uri, data, *, codec="zstd", rows_per_shard=None, mode="create", codecs=None):
     """Write ``data`` as shards of the dataset at ``uri`` and commit them once
     (``mode`` as for ``commit``); return the dataset opened at that version.
 
     ``data`` is a dict of column name -> NumPy array or list of arrays (as for
     ``write_shard``), or an iterable of such dicts (each one or more shards).
     ``rows_per_shard`` cuts each dict into shards of at most that many
-    records (default: one shard per dict).
+    records (default: one shard per dict). ``codec`` and ``codecs`` as for
+    ``write_shard``.
     """
     if rows_per_shard is not None and (isinstance(rows_per_shard, bool) or
                                        int(rows_per_shard) != rows_per_shard or rows_per_shard < 1):
@@ -169,7 +170,7 @@ def write_dataset(uri, data, *, codec="zstd", rows_per_shard=None, mode="create"
         step = int(rows_per_shard or n)
         for start in range(0, n, step):
             infos.append(write_shard(uri, {k: v[start:start + step] for k, v in part.items()},
-                                     codec=codec))
+                                     codec=codec, codecs=codecs))
     version = commit(uri, infos, mode=mode)
     return open_dataset(uri, version=version)
 
