@@ -36,7 +36,6 @@ pub struct NativeWriter {
 }
 
 /// What a [`NativeWriter`] appends to.
-#[allow(clippy::large_enum_variant)] // one per writer
 enum Target {
     /// A store of its own, published by `close` (boxed: a `Writer` is large).
     Store(Box<Mutex<Option<Writer>>>),

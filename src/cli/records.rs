@@ -89,7 +89,6 @@ pub fn for_each_chunk(
 }
 
 /// What a STORE argument names: a store, or a dataset of columns.
-#[allow(clippy::large_enum_variant)] // made once per command
 pub enum Target {
     Store(Box<AnyStore>),
     Dataset(Dataset),
