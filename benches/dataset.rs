@@ -7,6 +7,8 @@
 //! ```text
 //! cargo bench --bench dataset                      # full run
 //! cargo test --release --bench dataset -- --quick  # smoke run
+//! cargo bench --bench dataset -- --local           # local rows only
+//! cargo bench --bench dataset -- --local ragged     # workloads named so
 //! ```
 //!
 //! Rows alternate one store and the dataset batch by batch, so drift on
@@ -92,6 +94,8 @@ fn race(a: &dyn Records, b: &dyn Records, batches: &[Vec<u64>]) -> (f64, f64) {
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let quick = args.iter().any(|a| a == "--quick");
+    let local_only = args.iter().any(|a| a == "--local");
+    let only: Vec<&String> = args[1..].iter().filter(|a| !a.starts_with("--")).collect();
     if !quick && !args.iter().any(|a| a == "--bench") {
         return;
     }
@@ -104,6 +108,9 @@ fn main() {
         (Workload::RaggedTokens, Codec::Zstd),
         (Workload::DenseVision, Codec::Raw),
     ] {
+        if !only.is_empty() && !only.iter().any(|o| workload.name().contains(o.as_str())) {
+            continue;
+        }
         let n = ((workload.base_records() as f64 * scale) as usize).max(SHARDS * 4);
         let data = workload.generate(n, SEED);
         let dir = tmp.path().join(workload.name());
@@ -116,6 +123,9 @@ fn main() {
         let ds = Dataset::open(dir.join("ds").to_str().expect("utf-8")).expect("open");
         let (a, b) = race(&one, ds.column("c").expect("column"), &batches);
         println!("| {label} | local mmap | {a:.0} | {b:.0} | {:.2}x |", b / a);
+        if local_only {
+            continue;
+        }
         let server = latency::LatencyServer::start(&dir, Duration::from_millis(20));
         let options = zrecord::open::Options::default();
         let one = zrecord::open::remote(&server.url("one/"), &options).expect("open");
@@ -123,6 +133,9 @@ fn main() {
         let remote_batches = &batches[..if quick { 4 } else { 42 }];
         let (a, b) = race(&one, ds.column("c").expect("column"), remote_batches);
         println!("| {label} | 20 ms server | {a:.0} | {b:.0} | {:.2}x |", b / a);
+    }
+    if local_only {
+        return;
     }
     // Opening 10,000 shards behind 20 ms.
     let shards = if quick { 200 } else { 10_000 };

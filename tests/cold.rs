@@ -154,3 +154,26 @@ fn a_cold_scan_keeps_no_store_pages_resident() {
     // 64 MiB read; the location table (64 KiB) may stay mapped.
     assert!(grown < 8 << 20, "{grown} bytes of the store stayed resident in the process");
 }
+
+/// After a probe finds a store warm, the next probe waits for 256 records:
+/// small gathers (or a dataset's few records per shard) do not each pay a
+/// system call. A store evicted meanwhile is found cold at that probe.
+#[test]
+fn a_warm_store_is_probed_again_after_256_records() {
+    let _one = serial();
+    let dir = scratch("warm-probe");
+    write(&dir, false, Codec::Zstd);
+    let store = Store::open(&dir).unwrap(); // just written: resident
+    store.gather(&[0, 1]).unwrap(); // the first gather probes: warm
+                                    // (Pages a gather mapped stay resident: later gathers read others.)
+    cache::evict(&dir).unwrap();
+    // 63 gathers of 4: 252 records after the probe, read warm unprobed.
+    for k in 0..63u64 {
+        store.gather(&[k * 40 + 10, k * 40 + 11, k * 40 + 12, k * 40 + 13]).unwrap();
+    }
+    assert_eq!(store.cold_gathers(), 0, "a gather probed within 256 records of a warm probe");
+    cache::evict(&dir).unwrap();
+    store.gather(&[2600, 2601, 2602, 2603]).unwrap(); // 256 records: still trusted
+    store.gather(&[2900, 2901]).unwrap(); // after 256: probes, finds them cold
+    assert_eq!(store.cold_gathers(), 1);
+}

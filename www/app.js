@@ -572,26 +572,50 @@ function datasetFolders(list) {
     .map(([path, names]) => ({ path, url: `/${path.split('/').map(encodeURIComponent).join('/')}/`, names: names.sort() }));
 }
 
+/**
+ * Split /api/stores' list into datasets with a manifest and the stores not
+ * inside one (a dataset's shards are its own business, not separate entries).
+ */
+function splitServerList(list) {
+  const manifests = list.filter((s) => s.kind === 'dataset');
+  const inside = (s) => manifests.some((d) => d.path ? (s.path || '').startsWith(`${d.path}/`) : s !== d);
+  return { manifests, stores: list.filter((s) => s.kind !== 'dataset' && !inside(s)) };
+}
+
+/** A line saying what a dataset with a manifest holds. */
+function datasetDetail(d) {
+  const m = d.dataset;
+  if (!m) return 'dataset';
+  return `dataset v${m.version} · ${m.length.toLocaleString()} records · ${m.shards} shard${m.shards === 1 ? '' : 's'} · ${m.columns.join(', ')}`;
+}
+
 async function loadServerStores() {
   const list = await serverStoresReady;
   if (!list.length) return;
   state.serverStores = list;
+  const { manifests, stores } = splitServerList(list);
+  // A dataset opens by its manifest's URL: no store probe before it.
+  const manifestUrl = (d) => absolute(`${d.url}zrecord.json`);
+  const entries = [...manifests.map((d) => ({ path: d.path, url: manifestUrl(d) })), ...stores.map((s) => ({ path: s.path, url: absolute(s.url) }))];
   const sel = $('#store-select');
-  setChildren(sel, h('option', { value: '' }, `Stores on this server (${list.length})`),
-    ...list.map((s) => h('option', { value: absolute(s.url) }, s.path || '(root)')));
+  setChildren(sel, h('option', { value: '' }, `Stores on this server (${entries.length})`),
+    ...entries.map((e) => h('option', { value: e.url }, e.path || '(root)')));
   sel.hidden = false;
   sel.onchange = () => {
     if (sel.value) location.hash = `url=${encodeURIComponent(sel.value)}`;
     sel.value = '';
   };
-  const sets = datasetFolders(list);
-  setChildren($('#server-datasets'), sets.length ? [h('h2', `Datasets on this server (${sets.length})`),
-    h('div.store-list', sets.map((d) => storeLink(d.path, `${d.names.length} streams: ${d.names.join(', ')}`, null, `#url=${encodeURIComponent(d.url)}`)))] : null);
-  setChildren($('#server-stores'), h('h2', `On this server (${list.length})`),
-    h('div.store-list', list.map((s) => {
+  const folders = datasetFolders(stores);
+  const sets = [
+    ...manifests.map((d) => storeLink(d.path || '(root)', datasetDetail(d), null, `#url=${encodeURIComponent(manifestUrl(d))}`)),
+    ...folders.map((d) => storeLink(d.path, `${d.names.length} streams: ${d.names.join(', ')}`, null, `#url=${encodeURIComponent(d.url)}`)),
+  ];
+  setChildren($('#server-datasets'), sets.length ? [h('h2', `Datasets on this server (${sets.length})`), h('div.store-list', sets)] : null);
+  setChildren($('#server-stores'), stores.length ? [h('h2', `On this server (${stores.length})`),
+    h('div.store-list', stores.map((s) => {
       const total = Object.values(s.files || {}).reduce((a, b) => a + b, 0);
       return storeLink(s.path || '(root)', `${fmtBytes(total)}${s.files?.['dict.zr'] != null ? ' · with dictionary' : ''}`, null, `#url=${encodeURIComponent(absolute(s.url))}`);
-    })));
+    }))] : null);
 }
 
 /**

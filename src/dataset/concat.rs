@@ -53,6 +53,28 @@ impl Split {
     pub fn is_one_group(&self) -> bool {
         self.groups.len() == 1
     }
+
+    /// The same gather with every group of more than `most` records cut
+    /// into consecutive pieces of at most `most` (pieces of one shard are
+    /// groups of their own): work shared by group is then shared evenly
+    /// when most of a batch falls in a few shards.
+    pub fn chunked(self, most: usize) -> Split {
+        let most = most.max(1);
+        if self.groups.iter().all(|g| g.local.len() <= most) {
+            return self;
+        }
+        let mut groups = Vec::with_capacity(self.groups.len());
+        for g in self.groups {
+            if g.local.len() <= most {
+                groups.push(g);
+                continue;
+            }
+            for (local, positions) in g.local.chunks(most).zip(g.positions.chunks(most)) {
+                groups.push(Group { shard: g.shard, local: local.to_vec(), positions: positions.to_vec() });
+            }
+        }
+        Split { groups, len: self.len }
+    }
 }
 
 impl Concat {
@@ -299,6 +321,24 @@ mod tests {
         let mut out = vec![0u8; 6];
         scatter_rows(&split, &parts, 1, &mut out);
         assert_eq!(out, [8, 0, 4, 1, 8, 3]);
+    }
+
+    #[test]
+    fn chunks_big_groups_keeping_every_position() {
+        let c = concat(&[3, 2, 4]);
+        let split = c.split(&[8, 7, 6, 5, 0, 4]).unwrap().chunked(2);
+        let got: Vec<_> =
+            split.groups.iter().map(|g| (g.shard, g.local.clone(), g.positions.clone())).collect();
+        assert_eq!(
+            got,
+            [
+                (2, vec![3, 2], vec![0, 1]),
+                (2, vec![1, 0], vec![2, 3]),
+                (0, vec![0], vec![4]),
+                (1, vec![1], vec![5])
+            ]
+        );
+        assert_eq!(split.len, 6);
     }
 
     #[test]

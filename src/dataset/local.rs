@@ -2,7 +2,7 @@
 //! driver. A gather's shards fill their rows of the batch in place, in
 //! parallel (each shard's own gather shares its work too, see `work.rs`).
 
-use super::concat::{assemble_ragged, column_core, Concat, OpenShards, OPEN_SHARDS};
+use super::concat::{assemble_ragged, column_core, Concat, OpenShards, Split, OPEN_SHARDS};
 use super::manifest::ColumnSpec;
 use crate::format::batch::{DenseBatch, RaggedBatch};
 use crate::format::{GatherPlan, RecordLoc, StoreCore, Verify};
@@ -10,7 +10,7 @@ use crate::local::work;
 use crate::records::Records;
 use crate::{Error, OpenOptions, Result, Store};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// One column of a dataset on the local file system.
 #[derive(Debug)]
@@ -21,6 +21,9 @@ pub struct LocalColumn {
     root: PathBuf,
     options: OpenOptions,
     shards: OpenShards<Store>,
+    /// The shards' Ragged batches of the last gather, reused by the next:
+    /// a batch over 64 shards otherwise allocates and frees 64 batches.
+    ragged_parts: Mutex<Vec<RaggedBatch>>,
 }
 
 impl LocalColumn {
@@ -37,6 +40,7 @@ impl LocalColumn {
             root: root.to_path_buf(),
             options,
             shards: OpenShards::new(OPEN_SHARDS),
+            ragged_parts: Mutex::default(),
         })
     }
 
@@ -96,6 +100,54 @@ impl LocalColumn {
     }
 }
 
+impl LocalColumn {
+    /// A gather over several shards, ready to share out: its groups cut
+    /// to spread over the threads, each group's store, and whether the
+    /// batch (`bytes`) is worth sharing at all (as one store decides).
+    fn prepare(&self, split: Split, bytes: usize) -> Result<(Split, Vec<Arc<Store>>, bool)> {
+        let most = split.len.div_ceil(4 * work::threads());
+        let split = split.chunked(most);
+        let stores = split.groups.iter().map(|g| self.shard(g.shard)).collect::<Result<Vec<Arc<Store>>>>()?;
+        let parallel = stores.first().is_some_and(|s| s.parallel(bytes, split.len));
+        Ok((split, stores, parallel))
+    }
+
+    /// Fill `out`'s rows of `row` bytes with the records of `split`: each
+    /// shard's straight into its rows of the batch.
+    fn fill_rows(&self, split: Split, row: usize, out: &mut [u8]) -> Result<()> {
+        if split.is_one_group() {
+            let g = &split.groups[0];
+            return self.shard(g.shard)?.gather_into(&g.local, out);
+        }
+        if row == 0 {
+            return Ok(());
+        }
+        let (split, stores, parallel) = self.prepare(split, out.len())?;
+        let mut slots: Vec<Option<&mut [u8]>> = out.chunks_mut(row).map(Some).collect();
+        let parts = split.groups.iter().enumerate().map(|(g, group)| {
+            let rows = group.positions.iter().map(|&p| slots[p].take().expect("each position once"));
+            (g, rows.collect::<Vec<_>>())
+        });
+        let parts: Vec<_> = parts.collect();
+        share_if(parallel, parts.into_iter(), |(g, mut rows)| {
+            stores[g].gather_rows(&split.groups[g].local, &mut rows)
+        })
+    }
+}
+
+/// [`work::share`] when `parallel`, else every part on this thread.
+fn share_if<T: Send>(
+    parallel: bool,
+    mut parts: impl Iterator<Item = T> + Send,
+    f: impl Fn(T) -> Result<()> + Sync,
+) -> Result<()> {
+    if parallel {
+        work::share(parts, f)
+    } else {
+        parts.try_for_each(f)
+    }
+}
+
 impl Records for LocalColumn {
     fn core(&self) -> &StoreCore {
         &self.core
@@ -119,28 +171,7 @@ impl Records for LocalColumn {
     fn gather_into(&self, indices: &[u64], out: &mut [u8]) -> Result<()> {
         let plan = GatherPlan::dense_into(&self.core, indices, out.len())?;
         let row = plan.row().expect("a Dense plan");
-        let split = self.concat.split(indices)?;
-        if split.is_one_group() {
-            let g = &split.groups[0];
-            return self.shard(g.shard)?.gather_into(&g.local, out);
-        }
-        let stores = split.groups.iter().map(|g| self.shard(g.shard)).collect::<Result<Vec<_>>>()?;
-        if row == 0 {
-            return Ok(());
-        }
-        let mut slots: Vec<Option<&mut [u8]>> = out.chunks_mut(row).map(Some).collect();
-        let parts: Vec<(usize, Vec<&mut [u8]>)> = split
-            .groups
-            .iter()
-            .enumerate()
-            .map(|(g, group)| {
-                let rows = group.positions.iter().map(|&p| slots[p].take().expect("each position once"));
-                (g, rows.collect())
-            })
-            .collect();
-        work::share(parts.into_iter(), |(g, mut rows)| {
-            stores[g].gather_rows(&split.groups[g].local, &mut rows)
-        })
+        self.fill_rows(self.concat.split(indices)?, row, out)
     }
 
     fn gather_dense_batch(&self, indices: &[u64], batch: &mut DenseBatch) -> Result<()> {
@@ -154,7 +185,7 @@ impl Records for LocalColumn {
             return Ok(());
         }
         plan.size_dense(batch);
-        self.gather_into(indices, batch.data.as_mut_slice())
+        self.fill_rows(split, plan.row().expect("a Dense plan"), batch.data.as_mut_slice())
     }
 
     fn gather_ragged_into(&self, indices: &[u64], batch: &mut RaggedBatch) -> Result<()> {
@@ -164,12 +195,18 @@ impl Records for LocalColumn {
             let g = &split.groups[0];
             return self.shard(g.shard)?.gather_ragged_into(&g.local, batch);
         }
-        let stores = split.groups.iter().map(|g| self.shard(g.shard)).collect::<Result<Vec<_>>>()?;
-        let mut parts: Vec<RaggedBatch> = vec![RaggedBatch::default(); split.groups.len()];
-        work::share(parts.iter_mut().enumerate(), |(g, part)| {
+        // Stored bytes stand in for the decoded ones, unknown yet.
+        let info = self.core.info();
+        let bytes = (info.sizes.data / info.len().max(1)).saturating_mul(indices.len() as u64);
+        let (split, stores, parallel) = self.prepare(split, usize::try_from(bytes).unwrap_or(usize::MAX))?;
+        // (Another thread's gather meanwhile allocates its own.)
+        let mut parts = std::mem::take(&mut *work::lock(&self.ragged_parts));
+        parts.resize_with(split.groups.len(), RaggedBatch::default);
+        share_if(parallel, parts.iter_mut().enumerate(), |(g, part)| {
             stores[g].gather_ragged_into(&split.groups[g].local, part)
         })?;
         assemble_ragged(&split, &parts, self.core.info().dtype().alignment(), batch);
+        *work::lock(&self.ragged_parts) = parts;
         Ok(())
     }
 }

@@ -48,8 +48,11 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 /// The threads that work on a shared job: the calling thread and the pool's.
 /// As many as rayon's global pool would have (the cores, or
-/// `RAYON_NUM_THREADS`).
+/// `RAYON_NUM_THREADS`). One within a part of a [`share`] (see there).
 pub(crate) fn threads() -> usize {
+    if SHARING.get() {
+        return 1;
+    }
     pool().map_or(1, |p| p.threads.current_num_threads() + 1)
 }
 
@@ -63,6 +66,23 @@ pub(crate) struct Pool {
 thread_local! {
     /// This thread's [`pool`], and the process it belongs to.
     static MINE: Cell<Option<(u32, Option<&'static Pool>)>> = const { Cell::new(None) };
+    /// Whether this thread is working on a part of a [`share`] now.
+    static SHARING: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Marks the current thread as working on a shared part while it lives.
+struct Sharing(bool);
+
+impl Sharing {
+    fn enter() -> Sharing {
+        Sharing(SHARING.replace(true))
+    }
+}
+
+impl Drop for Sharing {
+    fn drop(&mut self) {
+        SHARING.set(self.0);
+    }
 }
 
 /// The pool the calling thread shares work with ([`share`]): one thread
@@ -134,6 +154,12 @@ fn keep_warm(pool: &'static Pool) {
 /// thread of [`pool`]; after the first error no part is taken any more, and
 /// that error is returned. Parts are made as they are taken: nothing is
 /// allocated per part.
+///
+/// Called from within a part (a dataset's shards shared out, each shard's
+/// gather sharing its own records), the parts run on the calling thread:
+/// every thread is busy already, and a nested scope would wait for a pool
+/// thread to finish its outer part first (raw images through 64 shards
+/// gathered at 0.61x one store's speed that way).
 pub(crate) fn share<T, F>(parts: impl Iterator<Item = T> + Send, work: F) -> Result<()>
 where
     T: Send,
@@ -161,12 +187,13 @@ where
             next.take()
         };
         let Some(part) = part else { return };
+        let _sharing = Sharing::enter();
         if let Err(e) = work(part) {
             lock(&first_error).get_or_insert(e);
             failed.store(true, Ordering::Relaxed);
         }
     };
-    match pool() {
+    match pool().filter(|_| !SHARING.get()) {
         Some(pool) => {
             pool.threads.in_place_scope(|scope| {
                 for _ in 0..pool.threads.current_num_threads() {
@@ -251,5 +278,22 @@ mod tests {
         let workers: HashSet<_> = seen.iter().map(|s| s.1).collect();
         assert_eq!(workers.len(), threads(), "every thread takes parts: {seen:?}");
         assert!(seen.contains(&(63, caller)), "the caller takes the last part: {seen:?}");
+    }
+
+    #[test]
+    fn a_share_within_a_part_runs_on_the_thread_working_that_part() {
+        let seen = Mutex::new(Vec::new());
+        share(0..8, |k| {
+            let outer = thread::current().id();
+            assert_eq!(threads(), 1, "a part sees one thread");
+            share(0..4, |j| {
+                assert_eq!(thread::current().id(), outer, "nested part {k}.{j} moved threads");
+                lock(&seen).push((k, j));
+                Ok(())
+            })
+        })
+        .unwrap();
+        assert_eq!(lock(&seen).len(), 32);
+        assert_eq!(threads(), rayon::current_num_threads(), "the mark is gone after the share");
     }
 }

@@ -5,7 +5,11 @@
 // opening it costs the manifest and the look for a newer version only.
 
 import { test } from 'node:test';
-import { readFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { cpSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
 import { assert, env, withPage, noPageErrors, shot } from './helpers.mjs';
 
 let page;
@@ -80,4 +84,37 @@ test('opening by the manifest URL costs the manifest and the version probe befor
   assert.deepEqual(r.x, x(7));
   assert.deepEqual(r.tokens, tokens(7));
   noPageErrors(page);
+});
+
+test('zrecord serve lists a dataset once, by its manifest, and opens it without probing for a store', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'zr-serve-ds-'));
+  cpSync(`${env.fixtures}/../dataset-v1`, join(dir, 'dataset-v1'), { recursive: true });
+  cpSync(`${env.fixtures}/dense-u8-img-raw`, join(dir, 'images'), { recursive: true });
+  const server = spawn(env.zrecord, ['serve', dir, '--port', '0'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  try {
+    const first = await new Promise((resolve, reject) => {
+      server.once('exit', (code) => reject(new Error(`zrecord serve exited with ${code}`)));
+      createInterface({ input: server.stdout }).once('line', resolve);
+    });
+    const viewer = first.replace(/^viewer: /, '');
+    await page.goto('about:blank');
+    await page.goto(viewer);
+    await page.waitForSelector('#server-datasets .store-link');
+    const links = (sel) => page.$$eval(`${sel} .store-link`, (as) => as.map((a) => a.textContent));
+    assert.deepEqual(await links('#server-datasets'), ['dataset-v1dataset v1 · 10 records · 3 shards · x, tokens']);
+    // Its shards' stores are the dataset's, not entries of their own.
+    assert.deepEqual((await links('#server-stores')).map((t) => t.split(/\d/)[0]), ['images']);
+    const asked = [];
+    page.on('request', (r) => asked.push(new URL(r.url()).pathname));
+    await page.click('#server-datasets .store-link');
+    await page.waitForSelector('.ds-row[data-index="0"] .cell[data-stream="tokens"] .ids');
+    const mine = asked.filter((p) => p.startsWith('/dataset-v1/'));
+    assert.equal(mine[0], '/dataset-v1/zrecord.json', mine.join('\n'));
+    assert.ok(!mine.some((p) => p.endsWith('/meta.zr') && !p.includes('/shards/')), mine.join('\n'));
+    assert.deepEqual(await row(3).then((r) => r.tokens), tokens(3));
+    noPageErrors(page);
+  } finally {
+    server.kill();
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
