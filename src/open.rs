@@ -11,8 +11,7 @@
 //! # Ok::<(), zrecord::Error>(())
 //! ```
 
-use crate::format::batch::{DenseBatch, RaggedBatch};
-use crate::format::{FileSizes, RecordLoc, StoreCore, Verify};
+use crate::format::Verify;
 use crate::location::Location;
 use crate::records::Records;
 use crate::{Error, OpenOptions, Result, Store};
@@ -157,29 +156,7 @@ impl AnyStore {
     }
 }
 
-impl Records for AnyStore {
-    fn core(&self) -> &StoreCore {
-        self.records().core()
-    }
-    fn raw_locs(&self, indices: &[u64]) -> Result<Vec<RecordLoc>> {
-        self.records().raw_locs(indices)
-    }
-    fn gather_into(&self, indices: &[u64], out: &mut [u8]) -> Result<()> {
-        self.records().gather_into(indices, out)
-    }
-    fn gather_dense_batch(&self, indices: &[u64], batch: &mut DenseBatch) -> Result<()> {
-        self.records().gather_dense_batch(indices, batch)
-    }
-    fn gather_ragged_into(&self, indices: &[u64], batch: &mut RaggedBatch) -> Result<()> {
-        self.records().gather_ragged_into(indices, batch)
-    }
-    fn sizes(&self) -> Result<FileSizes> {
-        self.records().sizes()
-    }
-    fn local_dir(&self) -> Option<&Path> {
-        self.records().local_dir()
-    }
-}
+crate::records::forward_records!(AnyStore);
 
 #[cfg(test)]
 mod tests {

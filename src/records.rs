@@ -7,6 +7,45 @@ use crate::format::dtype::Element;
 use crate::format::{Codec, DType, FileSizes, Geometry, RecordLoc, StoreCore, StoreInfo};
 use crate::{Error, Result};
 
+/// `Records` for a type over several readers (a store opened from any
+/// path or URL, a dataset's column): every method asks `self.records()`.
+macro_rules! forward_records {
+    ($t:ty) => {
+        impl $crate::records::Records for $t {
+            fn core(&self) -> &$crate::format::StoreCore {
+                self.records().core()
+            }
+            fn raw_locs(&self, indices: &[u64]) -> $crate::Result<Vec<$crate::format::RecordLoc>> {
+                self.records().raw_locs(indices)
+            }
+            fn gather_into(&self, indices: &[u64], out: &mut [u8]) -> $crate::Result<()> {
+                self.records().gather_into(indices, out)
+            }
+            fn gather_dense_batch(
+                &self,
+                indices: &[u64],
+                batch: &mut $crate::format::batch::DenseBatch,
+            ) -> $crate::Result<()> {
+                self.records().gather_dense_batch(indices, batch)
+            }
+            fn gather_ragged_into(
+                &self,
+                indices: &[u64],
+                batch: &mut $crate::format::batch::RaggedBatch,
+            ) -> $crate::Result<()> {
+                self.records().gather_ragged_into(indices, batch)
+            }
+            fn sizes(&self) -> $crate::Result<$crate::format::FileSizes> {
+                self.records().sizes()
+            }
+            fn local_dir(&self) -> Option<&std::path::Path> {
+                self.records().local_dir()
+            }
+        }
+    };
+}
+pub(crate) use forward_records;
+
 /// A store that gathers records by index, local or remote.
 ///
 /// Implementors provide the few primitives; everything else (accessors,

@@ -304,20 +304,4 @@ impl Records for BlockingColumn {
     }
 }
 
-impl Records for Column {
-    fn core(&self) -> &StoreCore {
-        self.records().core()
-    }
-    fn raw_locs(&self, indices: &[u64]) -> Result<Vec<RecordLoc>> {
-        self.records().raw_locs(indices)
-    }
-    fn gather_into(&self, indices: &[u64], out: &mut [u8]) -> Result<()> {
-        self.records().gather_into(indices, out)
-    }
-    fn gather_dense_batch(&self, indices: &[u64], batch: &mut DenseBatch) -> Result<()> {
-        self.records().gather_dense_batch(indices, batch)
-    }
-    fn gather_ragged_into(&self, indices: &[u64], batch: &mut RaggedBatch) -> Result<()> {
-        self.records().gather_ragged_into(indices, batch)
-    }
-}
+crate::records::forward_records!(Column);

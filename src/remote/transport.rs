@@ -112,44 +112,30 @@ pub trait RangeRead {
     }
 }
 
-impl<T: RangeRead + ?Sized> RangeRead for std::sync::Arc<T> {
-    fn read(&self, req: ReadRequest) -> LocalBoxFuture<'_, Result<Ranged>> {
-        (**self).read(req)
-    }
-    fn locate(&self, file: StoreFile) -> String {
-        (**self).locate(file)
-    }
-    fn name(&self) -> String {
-        (**self).name()
-    }
-    fn retries(&self) -> u64 {
-        (**self).retries()
-    }
-    fn now(&self) -> Option<Duration> {
-        (**self).now()
-    }
-    fn read_path(&self, path: &str, range: Range<u64>) -> LocalBoxFuture<'_, Result<Ranged>> {
-        (**self).read_path(path, range)
-    }
+/// `RangeRead` through a pointer to a transport (`Arc`, `Box`).
+macro_rules! forward_range_read {
+    ($($p:ident)::+) => {
+        impl<T: RangeRead + ?Sized> RangeRead for $($p)::+<T> {
+            fn read(&self, req: ReadRequest) -> LocalBoxFuture<'_, Result<Ranged>> {
+                (**self).read(req)
+            }
+            fn locate(&self, file: StoreFile) -> String {
+                (**self).locate(file)
+            }
+            fn name(&self) -> String {
+                (**self).name()
+            }
+            fn retries(&self) -> u64 {
+                (**self).retries()
+            }
+            fn now(&self) -> Option<Duration> {
+                (**self).now()
+            }
+            fn read_path(&self, path: &str, range: Range<u64>) -> LocalBoxFuture<'_, Result<Ranged>> {
+                (**self).read_path(path, range)
+            }
+        }
+    };
 }
-
-impl<T: RangeRead + ?Sized> RangeRead for Box<T> {
-    fn read(&self, req: ReadRequest) -> LocalBoxFuture<'_, Result<Ranged>> {
-        (**self).read(req)
-    }
-    fn locate(&self, file: StoreFile) -> String {
-        (**self).locate(file)
-    }
-    fn name(&self) -> String {
-        (**self).name()
-    }
-    fn retries(&self) -> u64 {
-        (**self).retries()
-    }
-    fn now(&self) -> Option<Duration> {
-        (**self).now()
-    }
-    fn read_path(&self, path: &str, range: Range<u64>) -> LocalBoxFuture<'_, Result<Ranged>> {
-        (**self).read_path(path, range)
-    }
-}
+forward_range_read!(std::sync::Arc);
+forward_range_read!(Box);
