@@ -9,6 +9,8 @@ use crate::{Error, Result};
 
 /// `Records` for a type over several readers (a store opened from any
 /// path or URL, a dataset's column): every method asks `self.records()`.
+/// (The wasm32 build has no such type.)
+#[allow(unused_macros)]
 macro_rules! forward_records {
     ($t:ty) => {
         impl $crate::records::Records for $t {
@@ -44,6 +46,7 @@ macro_rules! forward_records {
         }
     };
 }
+#[allow(unused_imports)]
 pub(crate) use forward_records;
 
 /// A store that gathers records by index, local or remote.
