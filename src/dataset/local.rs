@@ -153,7 +153,7 @@ impl Records for LocalColumn {
             batch.dtype.clone_from(self.core.info().dtype());
             return Ok(());
         }
-        plan.size_dense(batch);
+        plan.size_dense(batch)?;
         self.gather_into(indices, batch.data.as_mut_slice())
     }
 
@@ -169,7 +169,6 @@ impl Records for LocalColumn {
         work::share(parts.iter_mut().enumerate(), |(g, part)| {
             stores[g].gather_ragged_into(&split.groups[g].local, part)
         })?;
-        assemble_ragged(&split, &parts, self.core.info().dtype().alignment(), batch);
-        Ok(())
+        assemble_ragged(&self.core.info().name, &split, &parts, self.core.info().dtype().alignment(), batch)
     }
 }
