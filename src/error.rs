@@ -17,12 +17,14 @@ pub enum Error {
     #[error("{store}: not found ({what})")]
     NotFound { store: String, what: String },
 
-    /// `create` found a directory that already holds a store or other files.
-    #[error("{store}: already exists (choose a new or empty directory)")]
-    AlreadyExists { store: String },
+    /// `create` found a directory that already holds a store or other files
+    /// (`what` says which, and what to do).
+    #[error("{store}: already exists: {what}")]
+    AlreadyExists { store: String, what: String },
 
-    /// Another process holds the store's lock (a writer while reading, or readers while creating).
-    #[error("{store}: store busy ({why}); wait for the other process to finish")]
+    /// Someone holds the store's lock (a writer while reading, or readers
+    /// while creating): `why` says whether it is this process or another.
+    #[error("{store}: store busy: {why}")]
     Busy { store: String, why: &'static str },
 
     /// The store's files break a rule of the format.
@@ -52,6 +54,11 @@ pub enum Error {
     /// store was sealed.
     #[error("{store}: {file}: checksum mismatch: {what} (the bytes changed after the store was sealed; restore the store from a good copy)")]
     ChecksumMismatch { store: String, file: String, what: String },
+
+    /// A buffer sized by the request (a batch, its per-record slots, a
+    /// loader's prefetched steps) could not be allocated.
+    #[error("{store}: out of memory: {what} needs {bytes} bytes, which cannot be allocated; ask for fewer records at a time")]
+    OutOfMemory { store: String, what: String, bytes: u64 },
 
     /// An index at or past the end of the store.
     #[error("{store}: index {index} out of range (store has {len} records)")]

@@ -256,6 +256,39 @@ fn create_rules_without_lock_holders() {
 }
 
 #[test]
+fn overwrite_replaces_a_store_and_nothing_else() {
+    let tmp = tempfile::tempdir().unwrap();
+    let replace = CreateOptions { overwrite: true, ..CreateOptions::codec(Codec::Raw) };
+    let create_over = |p: &Path| Writer::create_dense(p, "<f4", &[2], replace.clone());
+    // An unpublished build (a writer that never closed): the error says how to replace it.
+    let path = tmp.path().join("s");
+    let mut w = create(&path).unwrap();
+    w.append_typed(&[1f32, 2.]).unwrap();
+    drop(w);
+    assert!(matches!(Store::open(&path), Err(Error::Unpublished { .. })));
+    let e = create(&path).unwrap_err();
+    assert!(e.to_string().contains("an unpublished build") && e.to_string().contains("overwrite"), "{e}");
+    let mut w = create_over(&path).unwrap();
+    w.append_typed(&[7f32, 8., 9., 10.]).unwrap();
+    w.close().unwrap();
+    assert_eq!(Store::open(&path).unwrap().len(), 2);
+    // A published store: only with the flag.
+    let e = create(&path).unwrap_err();
+    assert!(e.to_string().contains("a published store of 2 records"), "{e}");
+    create_over(&path).unwrap().close().unwrap();
+    assert_eq!(Store::open(&path).unwrap().len(), 0);
+    // Never a store that is open, nor a directory holding other files.
+    let reader = Store::open(&path).unwrap();
+    assert_busy(create_over(&path), &path, "overwrite while this process reads it");
+    assert!(create_over(&path).unwrap_err().to_string().contains("this process"));
+    drop(reader);
+    std::fs::write(path.join("notes.txt"), b"keep").unwrap();
+    assert_exists(create_over(&path), "overwrite beside another file");
+    assert_eq!(std::fs::read(path.join("notes.txt")).unwrap(), b"keep");
+    assert_eq!(Store::open(&path).unwrap().len(), 0);
+}
+
+#[test]
 fn unfinished_build_is_unpublished_for_us() {
     let tmp = tempfile::tempdir().unwrap();
     for (name, rows) in [("none", 0usize), ("some", 5)] {

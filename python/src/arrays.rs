@@ -126,7 +126,10 @@ pub fn ragged_out<'py>(
     let values = match packed.contiguous {
         Some(all) => Payload::new(py, batch.take_values())?.view(descr, &[items], all)?,
         None => {
-            let mut together = AlignedBytes::zeroed(items as usize * itemsize);
+            let bytes = (items as usize).saturating_mul(itemsize);
+            let mut together = AlignedBytes::try_zeroed(bytes).map_err(|e| {
+                crate::errors::to_py(py, e.error("ragged batch", format!("{} packed records", batch.len())))
+            })?;
             batch.copy_values(together.as_mut_slice());
             Payload::new(py, together)?.view(descr, &[items], 0..items as usize * itemsize)?
         }

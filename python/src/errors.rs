@@ -1,5 +1,6 @@
 //! zrecord errors as Python exceptions: format and I/O failures become
-//! `zrecord.ZrecordError` (with loaderx's numeric `code`), a missing store
+//! `zrecord.ZrecordError` (with loaderx's numeric `code`; a buffer that
+//! cannot be allocated is also a `MemoryError`), a missing store
 //! `FileNotFoundError`, bad indices `IndexError`, bad arguments `ValueError`.
 //! The message is the library's, which names the store and the failed check.
 
@@ -18,6 +19,7 @@ fn code(e: &Error) -> i32 {
         Error::NotFound { .. } => -11,
         Error::AlreadyExists { .. } => -12,
         Error::Busy { .. } => -13,
+        Error::OutOfMemory { .. } => -1,
         Error::Loader { source, .. } => code(source),
         _ => -8,
     }
@@ -45,13 +47,18 @@ pub fn to_py(py: Python<'_>, e: Error) -> PyErr {
         Error::Loader { source, .. } => source.as_ref(),
         other => other,
     };
-    let message = e.to_string();
+    let mut message = e.to_string();
+    if let Error::Unpublished { .. } = inner {
+        message.push_str(" (create(..., overwrite=True) replaces it)");
+    }
     match inner {
         Error::NotFound { .. } => PyFileNotFoundError::new_err(message),
         Error::IndexOutOfRange { .. } => PyIndexError::new_err(message),
         Error::InvalidArgument { .. } | Error::Config(_) | Error::Npy { .. } => {
             PyValueError::new_err(message)
         }
+        // A MemoryError too, as loaderx raises for a batch too large.
+        Error::OutOfMemory { .. } => raise(py, "ZrecordMemoryError", code(&e), message),
         // A schema that is not what was asked for is also a ValueError, as in loaderx.
         Error::BadFormat { check, .. } if check.contains("schema") => {
             raise(py, "ZrecordSchemaError", code(&e), message)

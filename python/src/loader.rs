@@ -46,8 +46,8 @@ impl NativeSampler {
     }
 
     /// Draw the next batch into `out` (at least `batch_len` long); returns its length.
-    fn fill(&mut self, mut out: PyReadwriteArray1<'_, u64>) -> PyResult<usize> {
-        self.sampler.fill_next(&mut self.buf);
+    fn fill(&mut self, py: Python<'_>, mut out: PyReadwriteArray1<'_, u64>) -> PyResult<usize> {
+        self.sampler.try_fill_next(&mut self.buf).py_err(py)?;
         let out = out.as_slice_mut()?;
         let n = self.buf.len().min(out.len());
         out[..n].copy_from_slice(&self.buf[..n]);

@@ -14,6 +14,7 @@
 
 use pyo3::prelude::*;
 use std::sync::{Mutex, PoisonError};
+use zrecord::format::batch::{zeroed_words, AllocFailed};
 
 /// Buffers smaller than this are left to the allocator (zeroing a few KiB
 /// costs less than the pool's lock).
@@ -40,8 +41,15 @@ pub fn take(words: usize) -> Option<Vec<u64>> {
 
 /// A buffer of at least `words` words: a kept one, or a fresh zeroed one
 /// (calloc: its pages are faulted in by the gather itself).
-pub fn take_or_new(words: usize) -> Vec<u64> {
-    take(words).unwrap_or_else(|| vec![0u64; words])
+///
+/// # Errors
+/// `AllocFailed` when a fresh one cannot be allocated (sizes come from the
+/// caller: an error, never an abort).
+pub fn take_or_new(words: usize) -> Result<Vec<u64>, AllocFailed> {
+    match take(words) {
+        Some(kept) => Ok(kept),
+        None => zeroed_words(words),
+    }
 }
 
 /// Return a buffer for reuse (dropping the smallest while the pool holds

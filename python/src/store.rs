@@ -9,6 +9,7 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::PyBytes;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use zrecord::format::batch::AllocFailed;
 use zrecord::format::Verify;
 use zrecord::{AlignedBytes, Geometry, RaggedBatch, Records};
 
@@ -100,8 +101,13 @@ impl NativeStore {
         let indices = indices.as_slice()?;
         let row = self.store.info().row_bytes().unwrap_or(0) as usize;
         let nbytes = indices.len().saturating_mul(row);
-        let mut bytes = AlignedBytes::from_words(crate::pool::take_or_new(nbytes.div_ceil(8)));
-        bytes.reuse(nbytes);
+        let oom = |e: AllocFailed| {
+            let what = format!("a Dense batch of {} records", indices.len());
+            crate::errors::to_py(py, e.error(self.store.name(), what))
+        };
+        let words = crate::pool::take_or_new(nbytes.div_ceil(8)).map_err(oom)?;
+        let mut bytes = AlignedBytes::from_words(words);
+        bytes.reuse(nbytes).map_err(oom)?;
         let store = &self.store;
         if let Err(e) = py.detach(|| store.gather_into(indices, bytes.as_mut_slice())) {
             crate::pool::give(bytes.into_words().0);

@@ -21,6 +21,22 @@ const MAX_RECORD_LEN: usize = 1 << 31;
 /// may wait for another Python thread, so rounds are large. They bound the
 /// copy's memory for very large appends.
 const ROUND_BYTES: usize = 256 << 20;
+/// Rounds when the caller asked for progress: a report every 32 MiB.
+const PROGRESS_ROUND_BYTES: usize = 32 << 20;
+
+/// How many records a round (a range of spans) holds.
+type RoundRecords<'a> = &'a (dyn Fn(&Range<usize>) -> usize + Sync);
+/// A progress callback, called with each written round's records.
+type Progress<'a> = Option<(Py<PyAny>, RoundRecords<'a>)>;
+
+/// The round size for an append that reports `progress` or not.
+fn round_bytes(progress: &Option<Py<PyAny>>) -> usize {
+    if progress.is_some() {
+        PROGRESS_ROUND_BYTES
+    } else {
+        ROUND_BYTES
+    }
+}
 
 /// A store being built; `close` publishes it. Appends release the GIL.
 ///
@@ -160,33 +176,49 @@ impl NativeWriter {
     /// from several threads do not interleave; other Python threads run
     /// between rounds. So the records written are the arrays' bytes as they
     /// were when their round was copied (a record is copied at one moment).
+    ///
+    /// `progress(n)` is called with the GIL after each round, `n` the
+    /// records it wrote (`records(round)`); an exception it raises stops the
+    /// append there and propagates.
     fn append_rounds(
         &self,
         py: Python<'_>,
         spans: &[Span],
         rounds: &[Range<usize>],
+        progress: Progress<'_>,
         write: impl Fn(&mut Writer, Range<usize>, &[u8], &[usize]) -> zrecord::Result<()> + Send + Sync,
     ) -> PyResult<()> {
         let bytes = |round: &Range<usize>| spans[round.clone()].iter().map(|s| s.len).sum::<usize>();
         let most = rounds.iter().map(bytes).max().unwrap_or(0);
         // A recycled buffer (see `pool`): no page to fault in on later appends.
-        let mut words = crate::pool::take_or_new(most.div_ceil(8));
+        let mut words = crate::pool::take_or_new(most.div_ceil(8))
+            .map_err(|e| crate::errors::to_py(py, e.error(&self.name, "the append's copy buffer")))?;
         let buf: &mut [u8] = bytemuck::cast_slice_mut(&mut words);
         let mut ends = Vec::new();
         if let Some(first) = rounds.first() {
             copy_round(py, &spans[first.clone()], buf, &mut ends);
         }
+        let mut raised = None;
         let result = self.with(py, |w| {
             for (k, round) in rounds.iter().enumerate() {
                 if k > 0 {
                     Python::attach(|gil| copy_round(gil, &spans[round.clone()], buf, &mut ends));
                 }
                 write(w, round.clone(), &buf[..bytes(round)], &ends)?;
+                if let Some((report, records)) = &progress {
+                    if let Err(e) = Python::attach(|gil| report.call1(gil, (records(round),))) {
+                        raised = Some(e);
+                        return Err(zrecord::Error::Cancelled);
+                    }
+                }
             }
             Ok(())
         });
         crate::pool::give(words);
-        result
+        match raised {
+            Some(e) => Err(e),
+            None => result,
+        }
     }
 }
 
@@ -210,9 +242,10 @@ impl Drop for NativeWriter {
 
 #[pymethods]
 impl NativeWriter {
-    /// Create a store: `item_shape` for a Dense one, `None` for a Ragged one.
+    /// Create a store: `item_shape` for a Dense one, `None` for a Ragged one;
+    /// `overwrite` replaces a store already at `path` (see `CreateOptions`).
     #[staticmethod]
-    #[pyo3(signature = (path, dtype, item_shape, codec, dict_bytes=None))]
+    #[pyo3(signature = (path, dtype, item_shape, codec, dict_bytes=None, overwrite=false))]
     fn create(
         py: Python<'_>,
         path: String,
@@ -220,9 +253,10 @@ impl NativeWriter {
         item_shape: Option<Vec<u64>>,
         codec: &str,
         dict_bytes: Option<Vec<u8>>,
+        overwrite: bool,
     ) -> PyResult<NativeWriter> {
         let codec: Codec = codec.parse().map_err(pyo3::exceptions::PyValueError::new_err)?;
-        let options = CreateOptions { codec, dict: dict_bytes, ..Default::default() };
+        let options = CreateOptions { codec, dict: dict_bytes, overwrite, ..Default::default() };
         let writer = py
             .detach(|| match &item_shape {
                 Some(shape) => Writer::create_dense(&path, &dtype, shape, options),
@@ -240,27 +274,39 @@ impl NativeWriter {
 
     /// Append Dense rows (C-order bytes, whole rows), copied out of `rows`
     /// in rounds of whole rows (see `append_rounds`).
-    fn append_dense(&self, py: Python<'_>, rows: PyReadonlyArray1<'_, u8>) -> PyResult<()> {
+    /// `progress(n)`, when given, is called as each round's `n` rows are written.
+    #[pyo3(signature = (rows, progress=None))]
+    fn append_dense(
+        &self,
+        py: Python<'_>,
+        rows: PyReadonlyArray1<'_, u8>,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<()> {
         let bytes = rows.as_slice()?;
+        let round = round_bytes(&progress);
         // Rounds of whole rows; otherwise one round, which the core refuses whole.
-        let per = match self.row {
-            Some(row) if row > 0 && bytes.len().is_multiple_of(row) => (ROUND_BYTES / row).max(1) * row,
-            _ => bytes.len().max(1),
+        let (per, row) = match self.row {
+            Some(row) if row > 0 && bytes.len().is_multiple_of(row) => ((round / row).max(1) * row, row),
+            _ => (bytes.len().max(1), bytes.len().max(1)),
         };
         let spans: Vec<Span> = bytes.chunks(per).map(|c| Span { ptr: c.as_ptr(), len: c.len() }).collect();
         let rounds: Vec<Range<usize>> = (0..spans.len()).map(|k| k..k + 1).collect();
+        let records = |r: &Range<usize>| spans[r.clone()].iter().map(|s| s.len / row).sum();
         // `rows` (and its borrow flag) lives until this returns.
-        self.append_rounds(py, &spans, &rounds, |w, _, buf, _| w.append(buf))
+        let progress = progress.map(|p| (p, &records as RoundRecords<'_>));
+        self.append_rounds(py, &spans, &rounds, progress, |w, _, buf, _| w.append(buf))
     }
 
     /// Append Ragged records given as NumPy arrays of `dtype`, checked here
     /// as loaderx checks them (all of them before anything is written), then
     /// copied out of the arrays and written in rounds (see `append_rounds`).
+    #[pyo3(signature = (records, dtype, progress=None))]
     fn append_ragged(
         &self,
         py: Python<'_>,
         records: &Bound<'_, PyList>,
         dtype: &Bound<'_, PyArrayDescr>,
+        progress: Option<Py<PyAny>>,
     ) -> PyResult<()> {
         let itemsize = dtype.itemsize();
         let mut keep: Vec<Bound<'_, PyUntypedArray>> = Vec::with_capacity(records.len());
@@ -312,11 +358,12 @@ impl NativeWriter {
                 Span { ptr, len: a.len() * itemsize }
             })
             .collect();
-        // Rounds of at most ROUND_BYTES, or of one larger record.
+        // Rounds of at most `round` bytes, or of one larger record.
+        let round = round_bytes(&progress);
         let mut rounds = Vec::new();
         let (mut start, mut bytes) = (0, 0);
         for (k, span) in spans.iter().enumerate() {
-            if k > start && bytes + span.len > ROUND_BYTES {
+            if k > start && bytes + span.len > round {
                 rounds.push(start..k);
                 (start, bytes) = (k, 0);
             }
@@ -326,7 +373,9 @@ impl NativeWriter {
             rounds.push(start..spans.len());
         }
         // `keep` holds every array until this returns.
-        self.append_rounds(py, &spans, &rounds, |w, round, buf, ends| {
+        let records = |r: &Range<usize>| r.len();
+        let progress = progress.map(|p| (p, &records as RoundRecords<'_>));
+        self.append_rounds(py, &spans, &rounds, progress, |w, round, buf, ends| {
             let mut at = 0;
             let batch: Vec<RecordRef<'_>> = shapes[round]
                 .iter()

@@ -5,6 +5,10 @@ script is one import line::
 
     from zrecord import Dense, Ragged, ZrecordError, DICT_TIERS, train_dict, Sampler, DataLoader
 
+or, as loaderx spells it, from the same submodules (``zrecord.zrecord``,
+``zrecord.dataloader``, ``zrecord.zsampler``, ``zrecord.utils``): replacing
+the word ``loaderx`` by ``zrecord`` is the whole switch.
+
 Stores are byte-compatible with loaderx 2.0.1 in both directions. Beyond
 loaderx: ``Dense.open``/``Ragged.open`` take ``http(s)://`` URLs; gathers
 release the GIL and Dense batches are not copied (the array owns the buffer
@@ -17,7 +21,7 @@ any number of workers, one ``commit``, ``open_dataset``) hold named columns
 over many shards, each column read as one store.
 """
 
-from ._errors import ZrecordError
+from ._errors import ZrecordError, ZrecordMemoryError
 from ._records import DICT_TIERS, Dense, Ragged
 from ._train import train_dict
 from ._sampler import Sampler
@@ -30,6 +34,7 @@ __all__ = [
     "Dense",
     "Ragged",
     "ZrecordError",
+    "ZrecordMemoryError",
     "DICT_TIERS",
     "train_dict",
     "Sampler",

@@ -43,6 +43,12 @@ class ZrecordError(RuntimeError):
     code: int
     def __init__(self, code: int, message: Optional[str] = ...) -> None: ...
 
+class ZrecordMemoryError(ZrecordError, MemoryError):
+    """A buffer the request sized (a batch, a loader's prefetch) that cannot
+    be allocated: code ``-1``, the message names the bytes."""
+
+_Progress = Union[bool, None, Callable[[int, Optional[int], str], Any]]
+
 class _Base:
     path: Union[Path, str]
     """The store's directory (a ``Path``) or URL (a ``str``)."""
@@ -83,10 +89,20 @@ class Dense(_Base):
         item_shape: Iterable[int],
         codec: _Codec = "zstd",
         dict_bytes: Optional[bytes] = None,
+        *,
+        overwrite: bool = False,
+        progress: _Progress = None,
     ) -> "Dense":
-        """Create an append-only store; ``close()`` publishes it."""
-    def append(self, records: npt.NDArray[Any]) -> None:
+        """Create an append-only store; ``close()`` publishes it.
+        ``overwrite=True`` replaces a store already there (an unpublished
+        build or a published store); ``progress`` reports every append."""
+    def append(self, records: npt.NDArray[Any], *, progress: _Progress = None) -> None:
         """Append one ``(batch, *item_shape)`` array of the store's dtype."""
+    @property
+    def shape(self) -> Tuple[int, ...]:
+        """``(len(self), *item_shape)``."""
+    def __array__(self, dtype: Optional[npt.DTypeLike] = None, copy: Optional[bool] = None) -> npt.NDArray[Any]:
+        """The whole store in one gather (``np.asarray(ds)`` is ``ds[:]``)."""
     @overload
     def __getitem__(self, idx: _Index) -> Any: ...
     @overload
@@ -95,7 +111,7 @@ class Dense(_Base):
         """The records at ``idxs`` as one array (torch's batched fetch)."""
     def gather(self, indices: _Indices, out: Optional[npt.NDArray[Any]] = None) -> npt.NDArray[Any]:
         """Gather into a new array, or into ``out`` (C-contiguous, writable,
-        the store's dtype, shape ``(len(indices), *item_shape)``)."""
+        the store's dtype, shape ``(*indices.shape, *item_shape)``)."""
 
 class Ragged(_Base):
     """Variable-shape records: a gather is a list of arrays, or with
@@ -114,9 +130,13 @@ class Ragged(_Base):
         dtype: npt.DTypeLike,
         codec: _Codec = "zstd",
         dict_bytes: Optional[bytes] = None,
+        *,
+        overwrite: bool = False,
+        progress: _Progress = None,
     ) -> "Ragged":
-        """Create an append-only store; ``close()`` publishes it."""
-    def append(self, records: Iterable[npt.NDArray[Any]]) -> None:
+        """Create an append-only store; ``close()`` publishes it
+        (``overwrite``, ``progress`` as for :meth:`Dense.create`)."""
+    def append(self, records: Iterable[npt.NDArray[Any]], *, progress: _Progress = None) -> None:
         """Append an iterable of non-empty arrays of the store's dtype."""
     @overload
     def __getitem__(self, idx: _Index) -> npt.NDArray[Any]: ...
@@ -135,6 +155,8 @@ def train_dict(
     source: Union[npt.NDArray[Any], Iterable[Any], Dense, Ragged],
     tier: Optional[_Tier] = None,
     path: Optional[_PathLike] = None,
+    *,
+    progress: _Progress = None,
 ) -> bytes:
     """Train a zstd dictionary (loaderx's sample, identical bytes) for
     ``zstd_dict`` stores; also write it to ``path`` if given."""
@@ -151,7 +173,8 @@ class Sampler:
         self, length: int, batch_size: int, mode: int, seed: int = 42, *, rank: int = 0, world: int = 1
     ) -> None: ...
     def next(self) -> npt.NDArray[np.uint64]:
-        """The next batch: a borrowed view, valid until the next draw."""
+        """The next batch: a borrowed view, valid until the next draw
+        (iteration yields arrays the caller owns)."""
     def seek(self, step: int) -> None:
         """Make step ``step`` the next draw."""
     @property

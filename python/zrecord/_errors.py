@@ -36,3 +36,9 @@ class ZrecordError(RuntimeError):
 class ZrecordSchemaError(ZrecordError, ValueError):
     """A store whose schema is not the one asked for (a ``ZrecordError`` and,
     as in loaderx, a ``ValueError``)."""
+
+
+class ZrecordMemoryError(ZrecordError, MemoryError):
+    """A buffer sized by the request (a batch, a loader's prefetch) that
+    cannot be allocated: a ``ZrecordError`` (code ``-1``) naming the bytes,
+    and a ``MemoryError``, as loaderx raises, so the process lives on."""

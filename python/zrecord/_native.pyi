@@ -1,6 +1,6 @@
 """Stubs for the Rust extension under the zrecord package (private)."""
 
-from typing import Any, Dict, List, Optional, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -36,10 +36,20 @@ class Pooled:
 class NativeWriter:
     @staticmethod
     def create(
-        path: str, dtype: str, item_shape: Optional[List[int]], codec: str, dict_bytes: Optional[bytes] = None
+        path: str,
+        dtype: str,
+        item_shape: Optional[List[int]],
+        codec: str,
+        dict_bytes: Optional[bytes] = None,
+        overwrite: bool = False,
     ) -> "NativeWriter": ...
-    def append_dense(self, rows: _U8) -> None: ...
-    def append_ragged(self, records: List[npt.NDArray[Any]], dtype: np.dtype[Any]) -> None: ...
+    def append_dense(self, rows: _U8, progress: Optional[Callable[[int], Any]] = None) -> None: ...
+    def append_ragged(
+        self,
+        records: List[npt.NDArray[Any]],
+        dtype: np.dtype[Any],
+        progress: Optional[Callable[[int], Any]] = None,
+    ) -> None: ...
     def __len__(self) -> int: ...
     def close(self) -> None: ...
 

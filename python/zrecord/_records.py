@@ -21,6 +21,7 @@ import numpy as np
 
 from . import _native
 from ._errors import ZrecordError, ZrecordSchemaError
+from ._progress import reporter
 
 __all__ = ["Dense", "Ragged", "ZrecordError", "DICT_TIERS"]
 
@@ -112,6 +113,7 @@ class _Base:
 
     def _open(self, path, dense, verify=False):
         self._writable = False
+        self._verify = bool(verify)
         self.path = path if _is_url(path) else Path(path)
         name = path if _is_url(path) else os.fsdecode(os.fspath(path))
         try:
@@ -149,7 +151,9 @@ class _Base:
         self.codec = store.codec
         self._store = store
 
-    def _create(self, path, dense, dtype, item_shape, codec, dict_bytes):
+    def _create(self, path, dense, dtype, item_shape, codec, dict_bytes, overwrite=False,
+                progress=None):
+        self._progress = progress
         if _is_url(path):
             raise ValueError(f"{path}: stores are created on the local file system, not at a URL")
         self.path = Path(path)
@@ -160,6 +164,7 @@ class _Base:
             list(self.item_shape) if dense else None,
             codec,
             None if dict_bytes is None else bytes(dict_bytes),
+            bool(overwrite),
         )
 
     def _check_create(self, dense, dtype, item_shape, codec, dict_bytes):
@@ -189,6 +194,19 @@ class _Base:
     def __len__(self):
         return len(self._require_store())
 
+    def _reported(self, append, count, progress):
+        """Run ``append(report)`` with the reporter ``progress`` (or the
+        create call's) asks for over ``count`` records; ``report`` is None
+        when nobody listens."""
+        progress = getattr(self, "_progress", None) if progress is None else progress
+        if progress is None or progress is False:
+            return append(None)
+        rep = reporter(progress, count, f"{os.path.basename(str(self.path))}: append")
+        try:
+            return append(rep.update)
+        finally:
+            rep.close()
+
     def _require_store(self, writable=None):
         store = getattr(self, "_store", None)
         if store is None:
@@ -200,42 +218,63 @@ class _Base:
         return store
 
     def _idxs(self, idx):
+        """``idx`` as flat ``uint64`` record numbers, and the shape the batch
+        takes (an index array's own shape: ``(a, b)`` gives ``(a, b, ...)``).
+        Negative numbers count from the end, as in NumPy."""
         length = len(self._store)
         if isinstance(idx, (bool, np.bool_)):
             raise TypeError("a boolean scalar is not a record index or mask")
         if isinstance(idx, slice):
-            if ((idx.start is not None and idx.start < 0) or
-                    (idx.stop is not None and idx.stop < 0)):
-                raise IndexError("negative record indices are not supported")
             idxs = np.arange(*idx.indices(length), dtype=np.uint64)
-        else:
-            idxs = np.asarray([idx] if isinstance(idx, (int, np.integer)) else idx)
-            if idxs.dtype == np.bool_:
-                if idxs.ndim != 1 or idxs.size != length:
-                    raise IndexError(
-                        f"boolean mask must be one-dimensional with length {length}"
-                    )
-                idxs = np.flatnonzero(idxs)
-            elif idxs.size and not np.issubdtype(idxs.dtype, np.integer):
-                raise TypeError("indices must be integers or a bool mask")
-            if idxs.size and idxs.dtype.kind == "i" and idxs.min() < 0:
-                raise IndexError("negative record indices are not supported")
-            idxs = np.ascontiguousarray(idxs, dtype=np.uint64).reshape(-1)
-        if idxs.size and idxs.max() >= length:
+            return idxs, idxs.shape
+        if isinstance(idx, (int, np.integer)):
+            i = int(idx)
+            if not -length <= i < length:
+                raise IndexError(
+                    f"record index {i} out of range for container of length {length}")
+            return np.array([i % length], dtype=np.uint64), (1,)
+        idxs = np.asarray(idx)
+        if idxs.dtype == np.bool_:
+            if idxs.ndim != 1 or idxs.size != length:
+                raise IndexError(
+                    f"boolean mask must be one-dimensional with length {length}"
+                )
+            idxs = np.flatnonzero(idxs).astype(np.uint64)
+            return idxs, idxs.shape
+        if idxs.dtype == object and idxs.size and all(
+                isinstance(i, (int, np.integer)) and not isinstance(i, (bool, np.bool_))
+                for i in idxs.flat):
+            # Python ints beyond int64/uint64 (2**70): out of range, as NumPy says.
             raise IndexError(f"record index out of range for container of length {length}")
-        return idxs
+        if idxs.size and not np.issubdtype(idxs.dtype, np.integer):
+            raise TypeError("indices must be integers or a bool mask")
+        shape = idxs.shape if idxs.ndim else (1,)
+        if idxs.size and idxs.dtype.kind == "i" and idxs.min() < 0:
+            if idxs.min() < -length:
+                raise IndexError(
+                    f"record index {int(idxs.min())} out of range for container of length {length}")
+            idxs = np.where(idxs < 0, idxs + length, idxs)
+        idxs = np.ascontiguousarray(idxs, dtype=np.uint64).reshape(-1)
+        if idxs.size and idxs.max() >= length:
+            raise IndexError(
+                f"record index {int(idxs.max())} out of range for container of length {length}")
+        return idxs, shape
 
     def __getitem__(self, idx):
-        """One record for an integer index; a batch for a slice, a sequence,
-        an integer array or a boolean mask (``ds[0, 5, 2]`` too)."""
-        values = self.__getitems__(idx)
+        """One record for an integer index (negative counts from the end); a
+        batch for a slice, a sequence, an integer array (of any shape: the
+        batch takes it) or a boolean mask (``ds[0, 5, 2]`` too)."""
+        self._require_store(False)
+        idxs, shape = self._idxs(idx)
+        values = self._shaped(self._gather(idxs), shape)
         return values[0] if isinstance(idx, (int, np.integer)) else values
 
     def __getitems__(self, idxs):
         """The records at ``idxs`` as one batch (the batched form
         ``torch.utils.data`` calls when a dataset has it)."""
         self._require_store(False)
-        return self._gather(self._idxs(idxs))
+        idxs, shape = self._idxs(idxs)
+        return self._shaped(self._gather(idxs), shape)
 
     def has_dict(self):
         """True if the store has a zstd dictionary installed."""
@@ -264,13 +303,22 @@ class _Base:
         if reopen is not None:
             return reopen  # a dataset's column (see _dataset.py)
         path = self.path if isinstance(self.path, str) else os.fspath(self.path)
-        return (type(self).open, (path,))
+        # Every option of open() travels with it (a spawned worker checks too).
+        return (type(self).open, (path, getattr(self, "_verify", False)))
 
     def __repr__(self):
-        state = "closed" if getattr(self, "_store", None) is None else (
-            "writer" if self._writable else "reader")
-        path = str(getattr(self, "path", "?"))
-        return f"{type(self).__name__}({path!r}, {state}, codec={getattr(self, 'codec', None)!r})"
+        store = getattr(self, "_store", None)
+        state = "closed" if store is None else ("writer" if self._writable else "reader")
+        parts = [repr(str(getattr(self, "path", "?"))), state]
+        if store is not None and not self._writable:
+            parts.append(f"{len(store)} records")
+        if hasattr(self, "dtype"):
+            parts.append(f"dtype={self.dtype}")
+        parts.append(self._geometry_repr(store))
+        parts.append(f"codec={getattr(self, 'codec', None)!r}")
+        if getattr(self, "_verify", False):
+            parts.append("verify=True")
+        return f"{type(self).__name__}({', '.join(parts)})"
 
 
 class Dense(_Base):
@@ -301,13 +349,21 @@ class Dense(_Base):
         return self
 
     @classmethod
-    def create(cls, path, dtype, item_shape, codec="zstd", dict_bytes=None):
+    def create(cls, path, dtype, item_shape, codec="zstd", dict_bytes=None, *, overwrite=False,
+               progress=None):
         """Create a new append-only dense container with an explicit schema.
 
         ``codec`` is ``"raw"``, ``"zstd"`` (default) or ``"zstd_dict"`` (then
-        ``dict_bytes`` from :func:`train_dict` is required)."""
+        ``dict_bytes`` from :func:`train_dict` is required). With
+        ``overwrite=True`` a store already at ``path`` is replaced: an
+        unpublished build a killed writer left, or a published store (never
+        a directory holding other files, nor a store that is open).
+
+        ``progress`` reports every append's records as they are written:
+        ``True`` (a tqdm bar when tqdm is installed, otherwise plain lines on
+        stderr) or a callable ``progress(done, total, what)``."""
         self = cls.__new__(cls)
-        self._create(path, True, dtype, item_shape, codec, dict_bytes)
+        self._create(path, True, dtype, item_shape, codec, dict_bytes, overwrite, progress)
         return self
 
     def _prepare_dense(self, batch):
@@ -327,15 +383,39 @@ class Dense(_Base):
             raise ValueError("append needs at least one record")
         return np.ascontiguousarray(batch)
 
-    def append(self, records):
+    def append(self, records, *, progress=None):
         """Append one ``(batch, *item_shape)`` array; returns when it is
         written (published by ``close``). The rows are copied out of the array
-        while the GIL is held (256 MiB at a time), then written without it:
-        what is stored is the array as it was when its rows were copied, even
-        if another thread writes to it meanwhile."""
+        while the GIL is held (256 MiB at a time, 32 MiB when reporting
+        ``progress``, as for :meth:`create`), then written without it: what
+        is stored is the array as it was when its rows were copied, even if
+        another thread writes to it meanwhile."""
         store = self._require_store(True)
         src = self._prepare_dense(records)
-        store.append_dense(src.reshape(-1).view(_U8))
+        flat = src.reshape(-1).view(_U8)
+        self._reported(lambda report: store.append_dense(flat, report), len(src), progress)
+
+    @property
+    def shape(self):
+        """``(len(self), *item_shape)``, as the array ``self[:]`` would have."""
+        return (len(self._require_store()), *self.item_shape)
+
+    def __array__(self, dtype=None, copy=None):
+        """The whole store as one array, in one gather (``np.asarray(ds)`` is
+        ``ds[:]``, never a Python loop over records)."""
+        if copy is False:
+            raise ValueError("a store's records cannot be viewed without a copy")
+        values = self[:]
+        return values if dtype is None else values.astype(dtype, copy=False)
+
+    def _geometry_repr(self, store):
+        if store is not None and not self._writable:
+            return f"shape={self.shape}"
+        return f"item_shape={getattr(self, 'item_shape', None)}"
+
+    def _shaped(self, values, shape):
+        """A flat batch in the index's shape (a view, no copy)."""
+        return values if len(shape) == 1 else values.reshape(*shape, *self.item_shape)
 
     def _gather(self, idxs):
         shape = (idxs.size, *self.item_shape)
@@ -357,12 +437,12 @@ class Dense(_Base):
         allocation per call. Without, return a new array (as ``ds[indices]``).
         """
         self._require_store(False)
-        idxs = self._idxs(indices)
+        idxs, shape = self._idxs(indices)
         if out is None:
-            return self._gather(idxs)
+            return self._shaped(self._gather(idxs), shape)
         if not isinstance(out, np.ndarray):
             raise TypeError("out must be a numpy array")
-        want = (idxs.size, *self.item_shape)
+        want = (*shape, *self.item_shape)
         if out.dtype != self.dtype or out.shape != want:
             raise ValueError(
                 f"out is {out.dtype} {out.shape}, the gather needs {self.dtype} {want}"
@@ -395,22 +475,36 @@ class Ragged(_Base):
         return self
 
     @classmethod
-    def create(cls, path, dtype, codec="zstd", dict_bytes=None):
-        """Create a new append-only ragged container with an explicit dtype."""
+    def create(cls, path, dtype, codec="zstd", dict_bytes=None, *, overwrite=False,
+               progress=None):
+        """Create a new append-only ragged container with an explicit dtype;
+        ``codec``, ``dict_bytes``, ``overwrite`` and ``progress`` as for
+        :meth:`Dense.create`."""
         self = cls.__new__(cls)
-        self._create(path, False, dtype, None, codec, dict_bytes)
+        self._create(path, False, dtype, None, codec, dict_bytes, overwrite, progress)
         return self
 
-    def append(self, records):
+    def append(self, records, *, progress=None):
         """Check every record (a non-empty array of the store's dtype), then
         append them all; returns when they are written. The payloads are
         copied out of the arrays while the GIL is held (256 MiB at a time),
         then written without it: each record is stored as it was at one
-        moment, even if another thread writes to it meanwhile."""
+        moment, even if another thread writes to it meanwhile. ``progress``
+        as for :meth:`Dense.create`."""
         store = self._require_store(True)
         if not isinstance(records, list):
             records = list(records)
-        store.append_ragged(records, self.dtype)
+        self._reported(lambda report: store.append_ragged(records, self.dtype, report),
+                       len(records), progress)
+
+    def _geometry_repr(self, store):
+        return "ragged"
+
+    def _shaped(self, records, shape):
+        """A flat list of records nested as the index's shape (lists of lists)."""
+        for dim in reversed(shape[1:]):
+            records = [records[k:k + dim] for k in range(0, len(records), dim)]
+        return records
 
     def _gather(self, idxs):
         return self._store.gather_ragged(idxs, False)
@@ -423,4 +517,9 @@ class Ragged(_Base):
         ``values[offsets[i]:offsets[i + 1]]``, and ``shapes`` int64 ``(n,
         max_rank)``, each row a record's shape padded with -1."""
         self._require_store(False)
-        return self._store.gather_ragged(self._idxs(indices), bool(packed))
+        idxs, shape = self._idxs(indices)
+        if not packed:
+            return self._shaped(self._gather(idxs), shape)
+        if len(shape) != 1:
+            raise ValueError(f"a packed gather takes a one-dimensional index, not shape {shape}")
+        return self._store.gather_ragged(idxs, True)

@@ -21,7 +21,11 @@ class Sampler:
     ``(seed, step)``, so ``seek(step)`` resumes exactly.
 
     ``next()`` returns a borrowed ``uint64`` view of a reused buffer, as in
-    loaderx: copy it to keep it across draws.
+    loaderx (fast, no allocation): copy it to keep it across draws.
+    Iterating (``for idx in sampler``, ``list(...)``, a
+    ``torch.utils.data.DataLoader(sampler=...)``) yields arrays the caller
+    owns: a consumer that keeps them, or reads them on another thread, never
+    sees them overwritten.
 
     Beyond loaderx, ``rank`` and ``world`` (keywords) split every global
     batch into ``world`` equal slices and keep slice ``rank``: each of
@@ -81,4 +85,5 @@ class Sampler:
         return self
 
     def __next__(self):
-        return self.next()
+        """The next batch as a new array the caller owns (unlike ``next()``)."""
+        return self.next().copy()

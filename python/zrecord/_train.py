@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from . import _native
+from ._progress import reporter
 from ._records import DICT_TIERS, Dense, Ragged
 
 __all__ = ["train_dict"]
@@ -29,7 +30,7 @@ def _flat(array):
     return np.ascontiguousarray(array).reshape(-1).view(np.uint8)
 
 
-def _train_array(source, tier):
+def _train_array(source, tier, sampled):
     """A stacked array: the rows at the core's sample indices, copied out of
     ``source`` (any layout) into a buffer only this call holds."""
     if len(source) == 0:
@@ -37,19 +38,21 @@ def _train_array(source, tier):
     row = math.prod(source.shape[1:]) * np.dtype(source.dtype).itemsize
     sample = source[_native.dict_sample_indices(len(source), row, tier)]
     sizes = np.full(len(sample), row, dtype=np.uint64)
+    sampled()
     return _native.train_dict_native(_flat(sample), sizes, tier)
 
 
-def _train_store(source, tier):
+def _train_store(source, tier, sampled):
     """An opened reader: sampled, gathered and trained by the core."""
     if source._writable:
         raise ValueError("train_dict requires an opened read-only container")
     if len(source) == 0:
         raise ValueError("cannot train a zstd dictionary on an empty store")
+    sampled()  # the core samples and trains in one call
     return _native.train_dict_store(source._require_store(False), tier)
 
 
-def _train_iterable(source, tier):
+def _train_iterable(source, tier, sampled):
     """An iterable of records: taken up to the tier's sample budget (the
     record that reaches it included), as the core's trainer cuts them."""
     budget = DICT_TIERS[tier]["samples"]
@@ -66,10 +69,11 @@ def _train_iterable(source, tier):
     if not buf:
         raise ValueError("train_dict needs at least one record")
     sizes = np.fromiter((b.nbytes for b in buf), dtype=np.uint64, count=len(buf))
+    sampled()
     return _native.train_dict_native(np.concatenate(buf), sizes, tier)
 
 
-def train_dict(source, tier=None, path=None):
+def train_dict(source, tier=None, path=None, *, progress=None):
     """Train a zstd dictionary on ``source`` — a stacked numpy array, an
     iterable of records, or an opened ``Dense``/``Ragged`` reader — sized by
     ``tier`` (``"fast"``, ``"balanced"`` (default) or ``"max"``, see
@@ -80,16 +84,27 @@ def train_dict(source, tier=None, path=None):
     ``dict_bytes`` to ``Dense.create``/``Ragged.create`` with
     ``codec="zstd_dict"``. The GIL is released while zstd trains.
 
+    ``progress`` (``True``: a tqdm bar when tqdm is installed, otherwise
+    plain lines on stderr; or a callable ``progress(done, total, what)``)
+    reports the two steps, sampling and training (zstd's trainer itself is
+    one call that reports nothing), each as it ends.
+
     Raises ``ValueError`` for an unknown tier or an empty source and
     ``ZrecordError`` (code -9) when zstd cannot train on the sample.
     """
     tier = _dict_tier(tier)
-    if isinstance(source, np.ndarray):
-        d = _train_array(source, tier)
-    elif isinstance(source, (Dense, Ragged)):
-        d = _train_store(source, tier)
-    else:
-        d = _train_iterable(source, tier)
+    rep = reporter(progress, 2, f"train_dict ({tier}): sample, train", unit="steps")
+    try:
+        sampled = lambda: rep.update(1)  # noqa: E731
+        if isinstance(source, np.ndarray):
+            d = _train_array(source, tier, sampled)
+        elif isinstance(source, (Dense, Ragged)):
+            d = _train_store(source, tier, sampled)
+        else:
+            d = _train_iterable(source, tier, sampled)
+        rep.update(1)
+    finally:
+        rep.close()
     if path is not None:
         Path(path).write_bytes(d)
     return d

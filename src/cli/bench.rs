@@ -330,16 +330,19 @@ fn one_round(
     let mut indices = Vec::new();
     let mut batch = Batch::for_store(records.info());
     for _ in 0..plan.warmup {
-        sampler.fill_next(&mut indices);
+        sampler.try_fill_next(&mut indices)?;
         gather(records, &indices, &mut batch)?;
     }
     let stats0 = remote.map(|r| r.stats());
     let read0 = cache::process_read_bytes();
-    let mut times = Vec::with_capacity(a.batches as usize);
+    let mut times = Vec::new();
+    let batches = usize::try_from(a.batches).unwrap_or(usize::MAX);
+    zrecord::format::batch::try_room(&mut times, batches)
+        .map_err(|e| e.error("bench", format!("the times of {} batches", a.batches)))?;
     let (mut n_records, mut n_bytes) = (0u64, 0u64);
     let t0 = Instant::now();
     for _ in 0..a.batches {
-        sampler.fill_next(&mut indices);
+        sampler.try_fill_next(&mut indices)?;
         let t = Instant::now();
         gather(records, &indices, &mut batch)?;
         times.push(t.elapsed().as_secs_f64() * 1e3);

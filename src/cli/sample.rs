@@ -46,7 +46,7 @@ pub fn run(_ctx: &Ctx, args: Args) -> CliResult {
     let mut batch = Vec::new();
     let mut line = String::new();
     for _ in 0..steps {
-        sampler.fill_next(&mut batch);
+        sampler.try_fill_next(&mut batch)?;
         line.clear();
         line.push('[');
         for (k, i) in batch.iter().enumerate() {

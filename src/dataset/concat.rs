@@ -170,7 +170,16 @@ pub fn column_core(concat: &Concat, column: usize) -> Result<StoreCore> {
 
 /// Put the groups' Ragged batches (`parts[g]` for `split.groups[g]`) into
 /// `out` in gather order, packed and aligned to `align` bytes.
-pub fn assemble_ragged(split: &Split, parts: &[RaggedBatch], align: usize, out: &mut RaggedBatch) {
+///
+/// # Errors
+/// `OutOfMemory` (naming `column`) when `out`'s buffer cannot grow.
+pub fn assemble_ragged(
+    column: &str,
+    split: &Split,
+    parts: &[RaggedBatch],
+    align: usize,
+    out: &mut RaggedBatch,
+) -> Result<()> {
     let mut from = vec![(0usize, 0usize); split.len];
     for (g, group) in split.groups.iter().enumerate() {
         for (j, &p) in group.positions.iter().enumerate() {
@@ -183,7 +192,7 @@ pub fn assemble_ragged(split: &Split, parts: &[RaggedBatch], align: usize, out: 
         total = total.next_multiple_of(align) + parts[g].spans[j].len();
     }
     crate::format::decode::begin_ragged(out);
-    out.data.reuse(total);
+    out.data.reuse(total).map_err(|e| e.error(column, format!("a Ragged batch of {} records", split.len)))?;
     let buf = out.data.as_mut_slice();
     let mut at = 0usize;
     for &(g, j) in &from {
@@ -195,6 +204,7 @@ pub fn assemble_ragged(split: &Split, parts: &[RaggedBatch], align: usize, out: 
         out.dim_starts.push(out.dims.len());
         at += bytes.len();
     }
+    Ok(())
 }
 
 /// Copy the groups' Dense rows (`parts[g]`, the rows of `split.groups[g]`

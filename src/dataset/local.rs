@@ -184,7 +184,7 @@ impl Records for LocalColumn {
             batch.dtype.clone_from(self.core.info().dtype());
             return Ok(());
         }
-        plan.size_dense(batch);
+        plan.size_dense(batch)?;
         self.fill_rows(split, plan.row().expect("a Dense plan"), batch.data.as_mut_slice())
     }
 
@@ -205,8 +205,8 @@ impl Records for LocalColumn {
         share_if(parallel, parts.iter_mut().enumerate(), |(g, part)| {
             stores[g].gather_ragged_into(&split.groups[g].local, part)
         })?;
-        assemble_ragged(&split, &parts, self.core.info().dtype().alignment(), batch);
+        let done = assemble_ragged(&info.name, &split, &parts, info.dtype().alignment(), batch);
         *work::lock(&self.ragged_parts) = parts;
-        Ok(())
+        done
     }
 }

@@ -153,7 +153,7 @@ impl<T: RangeRead, O: Fn(&str) -> Result<T>> RemoteColumn<T, O> {
     pub async fn gather_dense_batch(&self, indices: &[u64], batch: &mut DenseBatch) -> Result<()> {
         let plan = GatherPlan::dense(&self.core, indices)?;
         let split = self.concat.split(indices)?;
-        plan.size_dense(batch);
+        plan.size_dense(batch)?;
         let row = plan.row().expect("a Dense plan");
         let out = batch.data.as_mut_slice();
         let dtype = self.core.info().dtype().clone();
@@ -213,8 +213,7 @@ impl<T: RangeRead, O: Fn(&str) -> Result<T>> RemoteColumn<T, O> {
             },
         )
         .await?;
-        assemble_ragged(&split, &parts, self.core.info().dtype().alignment(), batch);
-        Ok(())
+        assemble_ragged(&self.core.info().name, &split, &parts, self.core.info().dtype().alignment(), batch)
     }
 
     /// Gather into either kind of batch.

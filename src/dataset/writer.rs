@@ -286,7 +286,8 @@ fn next_version(
 ) -> Result<Manifest> {
     let bad = |check: String| Error::BadDataset { dataset: target.to_string(), check };
     if mode == CommitMode::Create && current.is_some() {
-        return Err(Error::AlreadyExists { store: target.to_string() });
+        let what = "a committed dataset; commit in append mode to add shards".to_string();
+        return Err(Error::AlreadyExists { store: target.to_string(), what });
     }
     let mut entries: Vec<ShardEntry> = match (mode, current) {
         (CommitMode::Append, Some(m)) => m.shards.clone(),

@@ -13,8 +13,17 @@ pub struct AlignedBytes {
 
 impl AlignedBytes {
     /// A zeroed buffer of `len` bytes.
+    ///
+    /// # Panics
+    /// Aborts when the memory cannot be had, as `vec!` does: for sizes a
+    /// caller chooses, use [`AlignedBytes::try_zeroed`].
     pub fn zeroed(len: usize) -> AlignedBytes {
         AlignedBytes { words: vec![0u64; len.div_ceil(8)], len }
+    }
+    /// A zeroed buffer of `len` bytes, or [`AllocFailed`] when the allocator
+    /// refuses it (calloc: fresh pages cost nothing until written).
+    pub fn try_zeroed(len: usize) -> Result<AlignedBytes, AllocFailed> {
+        Ok(AlignedBytes { words: zeroed_words(len.div_ceil(8))?, len })
     }
     /// An aligned copy of `bytes`.
     pub fn copy_of(bytes: &[u8]) -> AlignedBytes {
@@ -23,24 +32,40 @@ impl AlignedBytes {
         out
     }
     /// Resize to `len` bytes, reusing the allocation when it is large enough.
-    pub fn resize(&mut self, len: usize) {
-        self.words.resize(len.div_ceil(8), 0);
+    ///
+    /// # Errors
+    /// [`AllocFailed`] when the growth cannot be allocated (the buffer is
+    /// then unchanged).
+    pub fn resize(&mut self, len: usize) -> Result<(), AllocFailed> {
+        let words = len.div_ceil(8);
+        let more = words.saturating_sub(self.words.len());
+        self.words.try_reserve_exact(more).map_err(|_| AllocFailed::words(words))?;
+        self.words.resize(words, 0);
         self.len = len;
+        Ok(())
     }
     /// Size to `len` bytes without keeping the contents, for a gather that
     /// overwrites them all: a buffer with room keeps its memory (warm pages,
     /// nothing written), one without is replaced by a fresh zeroed
-    /// allocation with 1/8 headroom, so batches of varying size settle on one
-    /// buffer. Unlike [`AlignedBytes::resize`] it never copies the old bytes
-    /// nor zero-fills the growth: a big fresh allocation is the kernel's,
-    /// and its pages cost nothing until the gather writes them.
-    pub fn reuse(&mut self, len: usize) {
+    /// allocation with 1/8 headroom (or exactly `len` when the headroom is
+    /// not to be had), so batches of varying size settle on one buffer.
+    /// Unlike [`AlignedBytes::resize`] it never copies the old bytes nor
+    /// zero-fills the growth: a big fresh allocation is the kernel's, and its
+    /// pages cost nothing until the gather writes them.
+    ///
+    /// # Errors
+    /// [`AllocFailed`] when `len` bytes cannot be allocated: a batch sized by
+    /// a caller must fail as an error, never abort the process (the buffer is
+    /// then empty).
+    pub fn reuse(&mut self, len: usize) -> Result<(), AllocFailed> {
         let words = len.div_ceil(8);
         if self.words.len() < words {
             self.words = Vec::new();
-            self.words = vec![0u64; words.saturating_add(words / 8)];
+            self.len = 0;
+            self.words = zeroed_words(words.saturating_add(words / 8)).or_else(|_| zeroed_words(words))?;
         }
         self.len = len;
+        Ok(())
     }
     /// A buffer over `words` (for example, one recycled from an earlier
     /// batch) holding no bytes yet: gathers size it with [`AlignedBytes::reuse`].
@@ -79,6 +104,40 @@ impl std::fmt::Debug for AlignedBytes {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "AlignedBytes({} bytes)", self.len)
     }
+}
+
+/// An allocation the allocator refused, and its size. Sizes that come from
+/// a caller (10^7 images of 12 KiB are 123 GB) must fail as errors: Rust's
+/// infallible allocation would abort the process (a lost Jupyter kernel or
+/// training job).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AllocFailed {
+    /// Bytes asked for.
+    pub bytes: u64,
+}
+
+impl AllocFailed {
+    fn words(words: usize) -> AllocFailed {
+        AllocFailed { bytes: (words as u64).saturating_mul(8) }
+    }
+    /// The crate's error for it: `what` (for example "a Dense batch of 10
+    /// records") of `store` could not be allocated.
+    pub fn error(self, store: &str, what: impl Into<String>) -> Error {
+        Error::OutOfMemory { store: store.to_string(), what: what.into(), bytes: self.bytes }
+    }
+}
+
+/// `words` zeroed words, from `calloc` (no page is touched until written),
+/// or [`AllocFailed`].
+pub fn zeroed_words(words: usize) -> Result<Vec<u64>, AllocFailed> {
+    bytemuck::allocation::try_zeroed_vec(words).map_err(|()| AllocFailed::words(words))
+}
+
+/// `v` with room for `more` further items, or [`AllocFailed`] naming the
+/// bytes they need (for per-record vectors whose length a caller chose).
+pub fn try_room<T>(v: &mut Vec<T>, more: usize) -> Result<(), AllocFailed> {
+    v.try_reserve(more)
+        .map_err(|_| AllocFailed { bytes: (more as u64).saturating_mul(std::mem::size_of::<T>() as u64) })
 }
 
 /// A gathered Ragged batch: every payload in one aligned allocation, with

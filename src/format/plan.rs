@@ -27,7 +27,7 @@ use super::decode::{self, MAX_ZSTD_EXPANSION, PRECHECK_BYTES, ZSTD_MAX_HEADER};
 use super::store_core::StoreCore;
 use super::sums;
 use super::{Codec, Geometry, RecordLoc, StoreInfo, LOC_SIZE};
-use crate::format::batch::{DenseBatch, RaggedBatch};
+use crate::format::batch::{try_room, AllocFailed, DenseBatch, RaggedBatch};
 use crate::{Error, Result};
 use std::ops::Range;
 
@@ -199,16 +199,23 @@ impl<'a> GatherPlan<'a> {
     /// Size a Dense batch for this gather: its buffer (reused when large
     /// enough), shape `(n, *item_shape)` and dtype.
     ///
+    /// # Errors
+    /// `OutOfMemory` when the batch's buffer cannot be allocated.
+    ///
     /// # Panics
     /// On a Ragged plan.
-    pub fn size_dense(&self, batch: &mut DenseBatch) {
+    pub fn size_dense(&self, batch: &mut DenseBatch) -> Result<()> {
         let row = self.row.expect("a Dense plan");
         let info = self.info();
-        batch.data.resize(self.indices.len() * row);
+        let n = self.indices.len();
+        let oom = |bytes| AllocFailed { bytes }.error(&info.name, format!("a Dense batch of {n} records"));
+        let len = n.checked_mul(row).ok_or_else(|| oom((n as u64).saturating_mul(row as u64)))?;
+        batch.data.resize(len).map_err(|e| oom(e.bytes))?;
         batch.shape.clear();
         batch.shape.push(self.indices.len() as u64);
         batch.shape.extend_from_slice(info.item_shape().unwrap_or(&[]));
         batch.dtype.clone_from(info.dtype());
+        Ok(())
     }
 
     /// Where each record of a Ragged gather decodes before [`GatherPlan::finish_ragged`]
@@ -216,10 +223,18 @@ impl<'a> GatherPlan<'a> {
     /// Call only with checked locations.
     ///
     /// # Errors
-    /// `InvalidArgument` for a batch larger than the address space.
+    /// `InvalidArgument` for a batch larger than the address space,
+    /// `OutOfMemory` when the slots cannot be allocated.
     pub fn ragged_slots(&self, locs: &[RecordLoc], slots: &mut Vec<Range<usize>>) -> Result<usize> {
+        slots.clear();
+        try_room(slots, locs.len()).map_err(|e| self.out_of_memory(e, "the slots of a Ragged batch"))?;
         decode::ragged_slots_into(locs, slots)
             .map_err(|why| Error::InvalidArgument { store: self.info().name.clone(), why })
+    }
+
+    /// The `OutOfMemory` error for `what` of this gather (`n` records).
+    pub fn out_of_memory(&self, e: AllocFailed, what: &str) -> Error {
+        e.error(&self.info().name, format!("{what} of {} records", self.indices.len()))
     }
 
     /// Decode record `k`'s stored bytes (`src`, its `phys_length` bytes) into
@@ -321,7 +336,7 @@ impl<'a> GatherPlan<'a> {
         decode: impl FnOnce(&mut [u8], &[Range<usize>]) -> Result<()>,
     ) -> Result<()> {
         let total = self.ragged_slots(locs, slots)?;
-        batch.data.reuse(total);
+        batch.data.reuse(total).map_err(|e| self.out_of_memory(e, "a Ragged batch"))?;
         decode(batch.data.as_mut_slice(), slots)?;
         self.finish_ragged(slots, batch)
     }
@@ -337,7 +352,7 @@ impl<'a> GatherPlan<'a> {
         stored: &[Vec<u8>],
         batch: &mut RaggedBatch,
     ) -> Result<()> {
-        let mut slots = Vec::with_capacity(locs.len());
+        let mut slots = Vec::new();
         self.fill_ragged(locs, &mut slots, batch, |buf, slots| {
             self.decode_all(stored, decode::slot_parts(buf, slots))
         })
@@ -349,7 +364,7 @@ impl<'a> GatherPlan<'a> {
     /// # Errors
     /// As [`GatherPlan::decode`].
     pub fn fill_dense_from(&self, stored: &[Vec<u8>], batch: &mut DenseBatch) -> Result<()> {
-        self.size_dense(batch);
+        self.size_dense(batch)?;
         let row = self.row.expect("a Dense plan").max(1);
         self.decode_all(stored, batch.data.as_mut_slice().chunks_mut(row))
     }

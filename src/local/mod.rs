@@ -4,6 +4,7 @@
 //! own limit). The remote driver's twin is [`crate::remote`].
 
 pub mod cache;
+mod claim;
 pub mod reader;
 pub mod seal;
 pub mod sys;

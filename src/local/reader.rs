@@ -4,7 +4,7 @@
 //! of a gather lives in [`crate::format::plan`].
 
 use super::{sys, work};
-use crate::format::batch::{DenseBatch, RaggedBatch};
+use crate::format::batch::{try_room, DenseBatch, RaggedBatch};
 use crate::format::files::{DATA, DICT, META};
 use crate::format::plan::Expected;
 use crate::format::store_core::check_dict_size;
@@ -12,6 +12,7 @@ use crate::format::sums::{self, Sums, SumsHeader, SUMS};
 use crate::format::{
     Codec, FileSizes, GatherPlan, RecordLoc, StoreCore, StoreFile, StoreInfo, Verify, LOC_SIZE, PAGE_SIZE,
 };
+use crate::local::claim::{self, Held, Role};
 use crate::records::Records;
 use crate::source::{mmap::MmapSource, pread::PreadSource, ByteSource};
 use crate::{Error, Result};
@@ -126,7 +127,8 @@ pub struct Store {
     cold_gathers: AtomicU64,
     /// Records gathered warm since the last probe ([`WARM_RECORDS`]).
     warm_records: AtomicU64,
-    _lock: Option<File>,
+    /// The shared lock on `meta.zr`, and the store counted as open in this process.
+    _lock: Option<(File, Held)>,
 }
 
 impl std::fmt::Debug for Store {
@@ -168,9 +170,7 @@ fn lock_shared(meta: &File, name: &str, dir: &Path) -> Result<()> {
             Err(TryLockError::WouldBlock) if std::time::Instant::now() < deadline => {
                 std::thread::sleep(std::time::Duration::from_millis(1));
             }
-            Err(TryLockError::WouldBlock) => {
-                return Err(Error::Busy { store: name.to_string(), why: "a writer holds it" })
-            }
+            Err(TryLockError::WouldBlock) => return Err(claim::busy(dir, name)),
             Err(TryLockError::Error(e)) => return Err(Error::io(dir.join(META), "lock", e)),
         }
     }
@@ -215,6 +215,10 @@ impl Store {
         let dir = dir.as_ref().to_path_buf();
         let name = dir.display().to_string();
         if !dir.is_dir() {
+            if dir.exists() {
+                let check = "not a store directory: it is a file (a store is a directory holding meta.zr and data.zr)";
+                return Err(Error::BadFormat { store: name, check: check.into() });
+            }
             return Err(Error::NotFound { store: name, what: "no such store directory".into() });
         }
         let Some(meta_file) = open_file(&dir, META)? else {
@@ -282,9 +286,10 @@ impl Store {
             let file = data_file.try_clone().map_err(|e| Error::io(&path, "open", e))?;
             store.cold_data = Some(PreadSource::new(file).map_err(|e| Error::io(&path, "stat", e))?);
         }
+        // Counted as open in this process while locked (for "store busy").
+        store._lock = options.lock.then(|| (meta_file, claim::hold(&dir, Role::Reader)));
         store.dir = dir;
         store.backend = backend;
-        store._lock = options.lock.then_some(meta_file);
         Ok(store)
     }
 
@@ -585,6 +590,7 @@ impl Store {
     ) -> Result<()> {
         locs.clear();
         let idx = plan.indices();
+        try_room(locs, idx.len()).map_err(|e| plan.out_of_memory(e, "the locations"))?;
         for (k, &i) in idx.iter().enumerate() {
             if let (Some(table), Some(&ahead)) = (mem.table, idx.get(k + 2 * PREFETCH_ROWS)) {
                 sys::prefetch(table_entry(table, ahead));
@@ -698,11 +704,12 @@ impl Store {
     ) -> Result<()> {
         let src = |loc: &RecordLoc| &data[loc.offset as usize..loc.end() as usize];
         plan.begin_ragged(batch);
+        try_room(&mut batch.spans, locs.len()).map_err(|e| plan.out_of_memory(e, "the spans"))?;
         let mut at = 0;
         for (k, loc) in locs.iter().enumerate() {
             plan.place_ragged(k, src(loc), &mut at, batch)?;
         }
-        batch.data.reuse(at);
+        batch.data.reuse(at).map_err(|e| plan.out_of_memory(e, "a Ragged batch"))?;
         let spans = std::mem::take(&mut batch.spans);
         // A checked gather hashes each record as it copies it.
         let copy = |k: usize, dst: &mut [u8]| plan.copy_raw(k, src(&locs[k]), dst);
@@ -752,7 +759,7 @@ impl Records for Store {
         if plan.checks_first() {
             with_scratch_locs(|locs, _| self.check_first(&mem, &plan, locs))?;
         }
-        plan.size_dense(batch);
+        plan.size_dense(batch)?;
         self.fill_dense(&mem, &plan, batch.data.as_mut_slice())
     }
 

@@ -14,13 +14,13 @@ use crate::format::{
     ragged, Codec, DType, Geometry, Header, RecordLoc, Schema, DICT_MAGIC, HEADER_SIZE, MAX_RECORD_BYTES,
     MAX_SCHEMA_LEN, MAX_TAIL, PAGE_SIZE,
 };
+use crate::local::claim::{self, claim_directory, Held, Role};
 use crate::local::sys::write_all_at;
 use crate::local::work::lock;
 use crate::{Error, Result};
 use rayon::prelude::*;
 use std::cell::RefCell;
-use std::fs::{File, TryLockError};
-use std::io;
+use std::fs::File;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
@@ -81,11 +81,23 @@ pub struct CreateOptions {
     /// Write the checksum sidecar `sums.zr` (default true), so silent
     /// corruption can be detected later; loaderx ignores the file.
     pub seal: bool,
+    /// Replace a store already at the path (default false): an unpublished
+    /// build a killed writer left, or a published store. A directory that
+    /// holds anything but a store's files, or a store in use, is never
+    /// replaced.
+    pub overwrite: bool,
 }
 
 impl Default for CreateOptions {
     fn default() -> Self {
-        CreateOptions { codec: Codec::Zstd, dict: None, level: None, durable: false, seal: true }
+        CreateOptions {
+            codec: Codec::Zstd,
+            dict: None,
+            level: None,
+            durable: false,
+            seal: true,
+            overwrite: false,
+        }
     }
 }
 
@@ -121,6 +133,8 @@ pub struct Writer {
     dict_sum: u64,
     /// Encoding buffers reused from window to window.
     chunk_bufs: Vec<Mutex<EncodedChunk>>,
+    /// Counts the store as being written by this process (for "store busy").
+    _held: Held,
 }
 
 impl std::fmt::Debug for Writer {
@@ -159,7 +173,7 @@ thread_local! {
 }
 
 /// The sidecar while a writer builds it; renamed to `sums.zr` at close.
-const SUMS_PARTIAL: &str = "sums.zr.partial";
+pub(crate) const SUMS_PARTIAL: &str = "sums.zr.partial";
 
 /// One Ragged record to append: its shape and payload bytes (C order, the dtype's byte order).
 pub type RecordRef<'a> = (&'a [u64], &'a [u8]);
@@ -259,7 +273,7 @@ impl Writer {
             _ => None,
         };
 
-        let (meta, data) = claim_directory(dir, &name)?;
+        let (meta, data) = claim_directory(dir, &name, options.overwrite)?;
         let header = Header {
             length: 0,
             tail_offset: 0,
@@ -303,6 +317,7 @@ impl Writer {
             sums: sums_file,
             dict_sum: options.dict.as_deref().map_or(0, sums::checksum),
             chunk_bufs: Vec::new(),
+            _held: claim::hold(dir, Role::Writer),
         })
     }
 
@@ -730,71 +745,6 @@ impl Writer {
         }
         Ok(())
     }
-}
-
-/// Apply loaderx's create rules and return the locked `meta.zr` and a new `data.zr`.
-fn claim_directory(dir: &Path, name: &str) -> Result<(File, File)> {
-    let exists = || Error::AlreadyExists { store: name.to_string() };
-    let meta_path = dir.join(META);
-    match std::fs::read_dir(dir) {
-        Ok(entries) => {
-            let (mut has_meta, mut others) = (false, false);
-            for entry in entries {
-                let entry = entry.map_err(|e| Error::io(dir, "list", e))?;
-                if entry.file_name() == META {
-                    has_meta = true;
-                } else {
-                    others = true;
-                }
-            }
-            if has_meta {
-                // As loaderx: a store that someone is reading or writing is busy,
-                // whatever else its directory holds; one that is just there exists.
-                let f = File::open(&meta_path).map_err(|e| Error::io(&meta_path, "open", e))?;
-                return Err(match f.try_lock() {
-                    Err(TryLockError::WouldBlock) => {
-                        Error::Busy { store: name.to_string(), why: "another process has it open" }
-                    }
-                    _ => exists(),
-                });
-            }
-            if others {
-                return Err(exists());
-            }
-        }
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, "create directory", e))?;
-        }
-        Err(e) if e.kind() == io::ErrorKind::NotADirectory => return Err(exists()),
-        Err(e) => return Err(Error::io(dir, "list", e)),
-    }
-    let meta = std::fs::OpenOptions::new().read(true).write(true).create_new(true).open(&meta_path).map_err(
-        |e| {
-            if e.kind() == io::ErrorKind::AlreadyExists {
-                exists()
-            } else {
-                Error::io(&meta_path, "create", e)
-            }
-        },
-    )?;
-    match meta.try_lock() {
-        Ok(()) => {}
-        Err(TryLockError::WouldBlock) => {
-            return Err(Error::Busy { store: name.to_string(), why: "another process has it open" })
-        }
-        Err(TryLockError::Error(e)) => return Err(Error::io(&meta_path, "lock", e)),
-    }
-    let data_path = dir.join(DATA);
-    let data = std::fs::OpenOptions::new().read(true).write(true).create_new(true).open(&data_path).map_err(
-        |e| {
-            if e.kind() == io::ErrorKind::AlreadyExists {
-                exists()
-            } else {
-                Error::io(&data_path, "create", e)
-            }
-        },
-    )?;
-    Ok((meta, data))
 }
 
 fn write_new(path: &Path, bytes: &[u8]) -> Result<()> {

@@ -491,7 +491,7 @@ impl<T: RangeRead> RemoteStore<T> {
         let sums = self.expected(indices).await?;
         let plan = plan.checked(sums.as_deref().map(Expected::ByRecord));
         if !plan.checks_first() {
-            plan.size_dense(batch);
+            plan.size_dense(batch)?;
             return self.fill_dense(&plan, batch.data.as_mut_slice()).await;
         }
         // A big batch is read before it is allocated.

@@ -286,16 +286,21 @@ fn worker<T>(shared: &Shared<T>) {
             }
             let mut buffers = shared.pool.take();
             let step = st.sampler.step();
-            st.sampler.fill_next(&mut buffers.indices);
-            (step, buffers)
+            let drawn = st.sampler.try_fill_next(&mut buffers.indices);
+            // The stream did not advance: no other worker may claim this step.
+            st.failed |= drawn.is_err();
+            (step, drawn.map(|()| buffers))
         };
         let stage = Cell::new(None);
-        let result = catch_unwind(AssertUnwindSafe(|| shared.produce(step, buffers, &stage))).unwrap_or_else(
-            |panic| {
-                let stream = shared.stream_name(stage.get());
-                Err(Error::Loader { stream, step, source: Box::new(panicked(panic.as_ref())) })
-            },
-        );
+        let result = catch_unwind(AssertUnwindSafe(|| {
+            let buffers =
+                buffers.map_err(|e| Error::Loader { stream: "sampler".into(), step, source: Box::new(e) })?;
+            shared.produce(step, buffers, &stage)
+        }))
+        .unwrap_or_else(|panic| {
+            let stream = shared.stream_name(stage.get());
+            Err(Error::Loader { stream, step, source: Box::new(panicked(panic.as_ref())) })
+        });
         let mut st = shared.lock();
         if st.stop {
             drop(st);
@@ -735,6 +740,12 @@ impl<T: Send + 'static> LoaderBuilder<T> {
                 self.streams.iter().map(|(n, s)| format!("{n:?} has {} records", s.len())).collect();
             return config(format!("loader streams differ in length: {}", lengths.join(", ")));
         }
+        if len == 0 {
+            let names: Vec<&str> = self.streams.iter().map(|(n, _)| n.as_str()).collect();
+            return config(format!(
+                "the store is empty: loader streams {names:?} have length 0, nothing to sample"
+            ));
+        }
         let Some(batch_size) = self.batch_size else {
             return config("loader batch_size is not set".into());
         };
@@ -751,11 +762,19 @@ impl<T: Send + 'static> LoaderBuilder<T> {
         let batch_len = sampler.batch_len();
         let (names, stores): (Vec<String>, Vec<Arc<dyn Records>>) = self.streams.into_iter().unzip();
         let streams = stores.len();
+        // Caller-sized: refused as an error, never an abort.
+        let mut slots = VecDeque::new();
+        slots.try_reserve_exact(prefetch).map_err(|_| Error::OutOfMemory {
+            store: "loader".into(),
+            what: format!("prefetch of {prefetch} steps"),
+            bytes: (prefetch as u64).saturating_mul(std::mem::size_of::<Option<Result<T>>>() as u64),
+        })?;
+        slots.extend((0..prefetch).map(|_| None));
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
                 sampler,
                 delivered: self.seek,
-                slots: (0..prefetch).map(|_| None).collect(),
+                slots,
                 stop: false,
                 failed: false,
                 live: self.workers,

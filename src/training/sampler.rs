@@ -14,6 +14,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use crate::error::{Error, Result};
+use crate::format::batch::try_room;
 
 /// Golden-ratio multiplier applied to the mixed value (splitmix64's increment).
 const MIX_VALUE: u64 = 0x9E37_79B9_7F4A_7C15;
@@ -355,6 +356,8 @@ impl Sampler {
     /// its contents.
     ///
     /// Reusing one `Vec` across calls avoids any allocation after the first.
+    /// Its growth aborts when memory runs out: for a batch size a caller
+    /// chose, use [`Sampler::try_fill_next`].
     pub fn fill_next(&mut self, out: &mut Vec<u64>) {
         let global = self.global_len();
         let per = global / self.world;
@@ -391,6 +394,21 @@ impl Sampler {
             }
         }
         self.step = self.step.wrapping_add(1);
+    }
+
+    /// [`Sampler::fill_next`], its room in `out` allocated first and
+    /// fallibly: for batch sizes a caller chose, which must fail as an
+    /// error, never abort the process.
+    ///
+    /// # Errors
+    /// `OutOfMemory` when `batch_len()` indices cannot be allocated (the
+    /// stream does not advance).
+    pub fn try_fill_next(&mut self, out: &mut Vec<u64>) -> Result<()> {
+        out.clear();
+        let per = usize::try_from(self.batch_len()).unwrap_or(usize::MAX);
+        try_room(out, per).map_err(|e| e.error("sampler", format!("a batch of {per} indices")))?;
+        self.fill_next(out);
+        Ok(())
     }
 
     /// The next batch (this shard's slice of it) in a new `Vec`.

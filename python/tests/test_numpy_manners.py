@@ -1,0 +1,160 @@
+"""What NumPy users expect of a store: negative indices, index arrays that
+keep their shape, IndexError for any integer out of range, ``np.asarray``
+in one gather, ``.shape`` and a telling ``repr``; a Sampler whose iteration
+yields arrays the caller owns; options that survive pickling."""
+
+import pickle
+import time
+
+import numpy as np
+import pytest
+
+from zrecord import Dense, Ragged, Sampler, ZrecordError
+
+
+@pytest.fixture(scope="module")
+def stores(tmp_path_factory):
+    root = tmp_path_factory.mktemp("manners")
+    data = np.arange(50 * 2 * 3, dtype=np.int32).reshape(50, 2, 3)
+    with Dense.create(root / "dense", np.int32, (2, 3)) as w:
+        w.append(data)
+    recs = [np.arange(i % 7 + 1, dtype=np.int16) + i for i in range(50)]
+    with Ragged.create(root / "ragged", np.int16) as w:
+        w.append(recs)
+    return root, data, recs
+
+
+def test_negative_indices_count_from_the_end(stores):
+    root, data, recs = stores
+    with Dense.open(root / "dense") as ds:
+        assert np.array_equal(ds[-1], data[-1])
+        assert np.array_equal(ds[-3:], data[-3:])
+        assert np.array_equal(ds[-10:-4:2], data[-10:-4:2])
+        assert np.array_equal(ds[[-1, 0, -50]], data[[-1, 0, -50]])
+        assert np.array_equal(ds[np.array([-2, 3], np.int8)], data[[-2, 3]])
+        assert np.array_equal(ds[::-1], data[::-1])
+        for bad in (-51, [-51], np.array([3, -51])):
+            with pytest.raises(IndexError):
+                ds[bad]
+    with Ragged.open(root / "ragged") as rs:
+        assert np.array_equal(rs[-1], recs[-1])
+        assert all(np.array_equal(a, b) for a, b in zip(rs[-3:], recs[-3:]))
+
+
+def test_index_arrays_keep_their_shape(stores):
+    root, data, recs = stores
+    idx = np.array([[3, 1, 4], [1, 5, 9]])
+    with Dense.open(root / "dense") as ds:
+        got = ds[idx]
+        assert got.shape == (2, 3, 2, 3)
+        assert np.array_equal(got, data[idx])
+        assert np.array_equal(ds.gather(idx), data[idx])
+        out = np.empty((2, 3, 2, 3), np.int32)
+        assert ds.gather(idx, out=out) is out and np.array_equal(out, data[idx])
+        assert ds[[[7]]].shape == (1, 1, 2, 3)
+        assert ds[np.zeros((0, 4), np.int64)].shape == (0, 4, 2, 3)
+    with Ragged.open(root / "ragged") as rs:
+        got = rs[idx]
+        assert [len(row) for row in got] == [3, 3]
+        assert all(np.array_equal(got[a][b], recs[idx[a, b]]) for a in range(2) for b in range(3))
+        with pytest.raises(ValueError):
+            rs.gather(idx, packed=True)
+
+
+def test_huge_integers_are_index_errors(stores):
+    root, _, _ = stores
+    with Dense.open(root / "dense") as ds, Ragged.open(root / "ragged") as rs:
+        for store in (ds, rs):
+            for bad in (2**70, -(2**70), [2**70], [0, 2**70], np.uint64(2**64 - 1), 2**64):
+                with pytest.raises(IndexError):
+                    store[bad]
+
+
+def test_asarray_is_one_gather_and_dense_has_shape(stores):
+    root, data, _ = stores
+    with Dense.open(root / "dense") as ds:
+        assert ds.shape == (50, 2, 3) == data.shape
+        assert np.array_equal(np.asarray(ds), data)
+        assert np.asarray(ds, dtype=np.float64).dtype == np.float64
+        assert np.array(ds).shape == (50, 2, 3)
+
+
+def test_asarray_is_as_fast_as_a_full_slice(tmp_path):
+    # Without __array__ NumPy walks the store record by record (7x slower here).
+    data = np.random.default_rng(0).integers(0, 255, (20000, 64), dtype=np.uint8)
+    with Dense.create(tmp_path / "d", np.uint8, (64,), codec="raw") as w:
+        w.append(data)
+    with Dense.open(tmp_path / "d") as ds:
+
+        def best(fn):
+            times = []
+            for _ in range(5):
+                t = time.perf_counter()
+                fn()
+                times.append(time.perf_counter() - t)
+            return min(times)
+
+        sliced, converted = best(lambda: ds[:]), best(lambda: np.asarray(ds))
+        assert converted < 3 * sliced + 0.005, (converted, sliced)
+
+
+def test_repr_tells_length_dtype_shape_and_codec(stores):
+    root, _, _ = stores
+    with Dense.open(root / "dense", verify=True) as ds:
+        text = repr(ds)
+        for part in ("Dense(", "dense", "50 records", "dtype=int32", "shape=(50, 2, 3)", "codec='zstd'",
+                     "verify=True"):
+            assert part in text, text
+    with Ragged.open(root / "ragged") as rs:
+        text = repr(rs)
+        for part in ("Ragged(", "50 records", "dtype=int16", "ragged", "codec='zstd'"):
+            assert part in text, text
+    assert "closed" in repr(rs)
+
+
+def test_a_regular_file_is_not_a_store_directory(tmp_path):
+    path = tmp_path / "file.bin"
+    path.write_bytes(b"not a store")
+    for cls in (Dense, Ragged):
+        with pytest.raises(ZrecordError, match="not a store directory"):
+            cls.open(path)
+    with pytest.raises(FileNotFoundError):
+        Dense.open(tmp_path / "missing")
+
+
+def test_sampler_iteration_yields_arrays_the_caller_owns():
+    for mode in (Sampler.Mode.SEQUENTIAL, Sampler.Mode.IID, Sampler.Mode.CYCLIC):
+        sampler = Sampler(1000, 32, mode, seed=3)
+        batches = [b for _, b in zip(range(20), sampler)]
+        fresh = Sampler(1000, 32, mode, seed=3)
+        expected = [fresh.next().copy() for _ in range(20)]
+        assert all(np.array_equal(a, b) for a, b in zip(batches, expected))
+        assert len({id(b) for b in batches}) == 20
+        assert not any(np.shares_memory(a, b) for a in batches for b in batches if a is not b)
+        assert not any(np.shares_memory(b, sampler.indices) for b in batches)
+    # next() keeps loaderx's borrowed view (documented).
+    sampler = Sampler(1000, 32, Sampler.Mode.IID)
+    assert np.shares_memory(sampler.next(), sampler.indices)
+
+
+def test_pickled_sealed_store_still_catches_a_flipped_byte(tmp_path):
+    data = np.random.default_rng(1).integers(0, 255, (40, 256), dtype=np.uint8)
+    for cls, write in ((Dense, lambda w: w.append(data)), (Ragged, lambda w: w.append(list(data)))):
+        path = tmp_path / cls.__name__
+        args = (np.uint8, (256,)) if cls is Dense else (np.uint8,)
+        with cls.create(path, *args, codec="raw") as w:
+            write(w)
+        checked = cls.open(path, verify=True)
+        clone = pickle.loads(pickle.dumps(checked))
+        assert "verify=True" in repr(clone)
+        with open(path / "data.zr", "r+b") as f:  # in place: readers map the file
+            f.seek((path / "data.zr").stat().st_size - 1)  # a payload byte
+            byte = f.read(1)
+            f.seek(-1, 1)
+            f.write(bytes([byte[0] ^ 0xFF]))
+        for store in (checked, clone, cls.open(path, verify=True)):
+            with pytest.raises(ZrecordError, match="checksum mismatch"):
+                store[list(range(40))]
+        plain = pickle.loads(pickle.dumps(cls.open(path)))
+        assert "verify" not in repr(plain)
+        plain[list(range(40))]  # unchecked: reads the changed bytes, as asked
