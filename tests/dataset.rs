@@ -120,12 +120,13 @@ fn uncommitted_shards_are_invisible_and_gc_removes_them() {
     let orphan = write_shard(&root, 5..9, Codec::Raw); // never committed
     let ds = Dataset::open(root.to_str().unwrap()).unwrap();
     assert_eq!(ds.len(), 5);
-    let keep = writer::gc(&root, std::time::Duration::from_secs(3600), false).unwrap();
+    let target = root.to_str().unwrap();
+    let keep = writer::gc(target, std::time::Duration::from_secs(3600), false).unwrap();
     assert!(keep.is_empty(), "younger than the age: kept");
-    let dry = writer::gc(&root, std::time::Duration::ZERO, true).unwrap();
+    let dry = writer::gc(target, std::time::Duration::ZERO, true).unwrap();
     assert_eq!(dry, std::slice::from_ref(&orphan.path));
     assert!(root.join(&orphan.path).is_dir());
-    let gone = writer::gc(&root, std::time::Duration::ZERO, false).unwrap();
+    let gone = writer::gc(target, std::time::Duration::ZERO, false).unwrap();
     assert_eq!(gone, std::slice::from_ref(&orphan.path));
     assert!(!root.join(&orphan.path).exists());
     check_records(&Dataset::open(root.to_str().unwrap()).unwrap(), &[0, 4]);

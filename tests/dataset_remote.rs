@@ -15,7 +15,7 @@ mod nginx;
 use buckets::Emulator;
 use std::path::Path;
 use std::time::Duration;
-use zrecord::dataset::writer::ColumnDef;
+use zrecord::dataset::writer::{self, ColumnDef};
 use zrecord::dataset::{commit, CommitMode, Dataset, ShardInfo, ShardWriter};
 use zrecord::format::schema::Geometry;
 use zrecord::{Codec, CreateOptions, Records};
@@ -173,6 +173,20 @@ fn datasets_commit_to_and_read_from_s3() {
     )
     .unwrap();
     assert_eq!(v1.len(), 25);
+
+    // An uploaded shard no version names: gc removes it from the bucket
+    // (dry run first), and leaves every committed shard readable.
+    let orphan = write_shard(staging.path(), 40..44);
+    upload(&orphan);
+    let gc = |age: u64, dry: bool| writer::gc(&url, Duration::from_secs(age), dry).unwrap();
+    assert!(gc(3600, false).is_empty(), "younger than the age: kept");
+    assert_eq!(gc(0, true), std::slice::from_ref(&orphan.path));
+    assert_eq!(gc(0, false), std::slice::from_ref(&orphan.path));
+    assert!(gc(0, true).is_empty(), "the orphan's objects are gone");
+    let after = Dataset::open(&url).unwrap();
+    same_records(&local, &after, &(0..40).collect::<Vec<_>>());
+    let e = writer::gc(&moto.url("datasets/none"), Duration::ZERO, false).unwrap_err();
+    assert!(e.to_string().contains("not a dataset"), "{e}");
 }
 
 fn copy_dir(from: &Path, to: &Path) {

@@ -184,3 +184,13 @@ pub fn upload_shard(py: Python<'_>, staging_root: String, info: String, url: Str
     let info = ShardInfo::from_json(&info).py_err(py)?;
     py.detach(|| zrecord::dataset::writer::upload_shard(Path::new(&staging_root), &info, &url)).py_err(py)
 }
+
+/// Remove the shards of the dataset at `target` that no version names and
+/// that are older than `older_than` seconds (only list them when `dry_run`);
+/// returns their paths.
+#[pyfunction]
+pub fn gc(py: Python<'_>, target: String, older_than: f64, dry_run: bool) -> PyResult<Vec<String>> {
+    let age = std::time::Duration::try_from_secs_f64(older_than)
+        .map_err(|_| PyValueError::new_err(format!("older_than must be seconds >= 0, not {older_than}")))?;
+    py.detach(|| zrecord::dataset::writer::gc(&target, age, dry_run)).py_err(py)
+}

@@ -39,5 +39,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<dataset::NativeShardWriter>()?;
     m.add_function(wrap_pyfunction!(dataset::commit, m)?)?;
     m.add_function(wrap_pyfunction!(dataset::upload_shard, m)?)?;
+    m.add_function(wrap_pyfunction!(dataset::gc, m)?)?;
     Ok(())
 }

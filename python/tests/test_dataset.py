@@ -3,6 +3,7 @@ one, read byte for byte against the source arrays; racing committers; a
 killed writer; refused schemas; the Sampler, the DataLoader, pickling and
 fork over a dataset as over one store."""
 
+import json
 import multiprocessing as mp
 import os
 import pickle
@@ -179,6 +180,17 @@ def test_writer_killed_mid_shard_leaves_the_dataset_unchanged(tmp_path):
     assert ds.version == before.version and ds.shards == before.shards
     check_reads(ds, shard_data(1))
     assert zrecord.write_dataset(root, shard_data(2), mode="append").version == 2
+    # gc removes the killed writer's debris, and only that.
+    committed = {path for path, _ in zrecord.open_dataset(root).shards}
+    debris = sorted(f"shards/{d}" for d in set(os.listdir(shards_dir)) - existing
+                    if f"shards/{d}" not in committed)
+    assert len(debris) == 1
+    assert zrecord.gc(root, 3600) == []
+    assert zrecord.gc(root, 0, dry_run=True) == debris and (root / debris[0]).is_dir()
+    assert zrecord.gc(root, 0) == debris and not (root / debris[0]).exists()
+    check_reads(zrecord.open_dataset(root), concat([shard_data(1), shard_data(2)]))
+    with pytest.raises(ZrecordError, match="not a dataset"):
+        zrecord.gc(tmp_path, 0)
 
 
 def test_mismatched_schema_at_commit_names_shard_and_column(tmp_path):
@@ -337,3 +349,31 @@ def test_write_shard_to_a_bucket_then_commit_and_read(moto):
     more = zrecord.write_dataset(uri, shard_data(5), mode="append", codecs=CODECS)
     assert more.version == 2 and len(more.shards) == 3
     assert len(zrecord.open_dataset(uri, version=1)) == len(ds)
+
+
+def test_a_shared_dictionary_is_one_per_column_and_shards_may_bring_their_own(tmp_path):
+    """``dictionaries=`` makes a column zstd_dict in every shard, with the
+    same dict.zr bytes (the manifest names it once); a shard with another
+    dictionary commits too, and then each shard reads with its own."""
+    parts = [shard_data(k, 60) for k in range(3)]
+    d1 = zrecord.train_dict([t for p in parts for t in p["tokens"]], "fast")
+    root = tmp_path / "ds"
+    ds = zrecord.write_dataset(root, parts, codecs=CODECS, dictionaries={"tokens": d1})
+    want = concat(parts)
+    idx = np.arange(len(ds))[::-1]
+    got = ds["tokens"].gather(idx)
+    assert [g.tobytes() for g in got] == [want["tokens"][i].tobytes() for i in idx]
+    dicts = {p.read_bytes() for p in root.glob("shards/*/tokens/dict.zr")}
+    assert dicts == {bytes(d1)} and len(list(root.glob("shards/*/tokens/dict.zr"))) == 3
+    d2 = zrecord.train_dict([t for k in (5, 6) for t in shard_data(k, 60)["tokens"]], "fast")
+    assert bytes(d2) != bytes(d1)
+    manifest = json.loads((root / "zrecord.json").read_text())
+    tokens_spec = next(c for c in manifest["columns"] if c["name"] == "tokens")
+    assert tokens_spec["codec"] == "zstd_dict" and tokens_spec["dict"]["size"] == len(d1)
+    other = zrecord.write_shard(root, shard_data(9, 10), codecs=CODECS, dictionaries={"tokens": d2})
+    zrecord.commit(root, [other], mode="append")
+    manifest = json.loads((root / "zrecord.json").read_text())
+    assert "dict" not in next(c for c in manifest["columns"] if c["name"] == "tokens")
+    check_reads(zrecord.open_dataset(root), concat(parts + [shard_data(9, 10)]))
+    with pytest.raises(ValueError, match="nope"):
+        zrecord.write_shard(root, shard_data(9, 10), dictionaries={"nope": d1})

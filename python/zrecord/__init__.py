@@ -26,7 +26,7 @@ from ._records import DICT_TIERS, Dense, Ragged
 from ._train import train_dict
 from ._sampler import Sampler
 from ._loader import DataLoader
-from ._dataset import Dataset, ShardInfo, commit, open_dataset, write_dataset, write_shard
+from ._dataset import Dataset, ShardInfo, commit, gc, open_dataset, write_dataset, write_shard
 
 __version__ = "0.1.0"
 
@@ -44,5 +44,6 @@ __all__ = [
     "open_dataset",
     "write_dataset",
     "write_shard",
+    "gc",
     "commit",
 ]

@@ -227,7 +227,12 @@ class ShardInfo:
     def __init__(self, text: str) -> None: ...
 
 def write_shard(
-    uri: _PathLike, data: _Data, *, codec: _Codec = "zstd", codecs: Optional[Mapping[str, _Codec]] = None
+    uri: _PathLike,
+    data: _Data,
+    *,
+    codec: _Codec = "zstd",
+    codecs: Optional[Mapping[str, _Codec]] = None,
+    dictionaries: Optional[Mapping[str, bytes]] = None,
 ) -> ShardInfo:
     """Write ``data`` as one new, uncommitted shard of the dataset at ``uri`` (a directory or bucket URL)."""
 
@@ -235,6 +240,9 @@ def commit(
     uri: _PathLike, shard_infos: Iterable[ShardInfo], *, mode: Literal["create", "append", "overwrite"] = "create"
 ) -> int:
     """Commit the shards as the dataset's next version; returns its number."""
+
+def gc(uri: _PathLike, older_than: float, *, dry_run: bool = False) -> List[str]:
+    """Remove (or, with ``dry_run``, list) uncommitted shards older than ``older_than`` seconds."""
 
 def write_dataset(
     uri: _PathLike,
@@ -244,6 +252,7 @@ def write_dataset(
     rows_per_shard: Optional[int] = None,
     mode: Literal["create", "append", "overwrite"] = "create",
     codecs: Optional[Mapping[str, _Codec]] = None,
+    dictionaries: Optional[Mapping[str, bytes]] = None,
 ) -> "Dataset":
     """Write ``data`` as shards and commit them once; returns the dataset at that version."""
 

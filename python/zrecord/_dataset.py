@@ -83,8 +83,12 @@ def _columns(data):
     return columns
 
 
-def _write_local(root, columns, codec, codecs):
+def _write_local(root, columns, codec, codecs, dictionaries):
     """Write ``columns`` as one shard in the local directory ``root``."""
+    dictionaries = dict(dictionaries or {})
+    unknown = set(dictionaries) - {name for name, *_ in columns}
+    if unknown:
+        raise ValueError(f"dictionaries name columns the shard does not have: {sorted(unknown)}")
     writers = []
     for name, cls, values, _ in columns:
         w = cls.__new__(cls)
@@ -93,9 +97,12 @@ def _write_local(root, columns, codec, codecs):
         if dtype is None:
             raise TypeError(f"column {name!r}: ragged records must be numpy arrays")
         item_shape = values.shape[1:] if cls is Dense else None
-        w._check_create(cls is Dense, dtype, item_shape, (codecs or {}).get(name, codec), None)
+        dict_bytes = dictionaries.get(name)
+        column_codec = "zstd_dict" if dict_bytes is not None else (codecs or {}).get(name, codec)
+        w._check_create(cls is Dense, dtype, item_shape, column_codec, dict_bytes)
         writers.append((name, w, values))
-    spec = [(name, w.dtype.str, list(w.item_shape) if isinstance(w, Dense) else None, w.codec, None)
+    spec = [(name, w.dtype.str, list(w.item_shape) if isinstance(w, Dense) else None, w.codec,
+             None if dictionaries.get(name) is None else bytes(dictionaries[name]))
             for name, w, _ in writers]
     shard = _native.NativeShardWriter.create(root, spec)
     for name, w, values in writers:
@@ -105,13 +112,16 @@ def _write_local(root, columns, codec, codecs):
     return ShardInfo(shard.finish())
 
 
-def write_shard(uri, data, *, codec="zstd", codecs=None):
+def write_shard(uri, data, *, codec="zstd", codecs=None, dictionaries=None):
     """Write ``data`` (a dict of column name -> NumPy array for a Dense
     column, first axis the records, or list of arrays for a Ragged one) as
     one new shard of the dataset at ``uri`` (a directory, or an ``s3://``,
     ``gs://`` or ``az://`` prefix), and return its ``ShardInfo``. The shard is
     invisible until ``commit`` names it. ``codec`` is every column's codec
     (``"raw"`` or ``"zstd"``), ``codecs`` a dict overriding it per column.
+    ``dictionaries`` maps a column to a dictionary from ``train_dict``: that
+    column is ``zstd_dict``, and every shard given the same bytes shares
+    them (a commit refuses shards of one column with different ones).
 
     Columns of unequal length raise ``ValueError`` before anything is
     written. A bucket shard is written to a local temporary directory, then
@@ -120,10 +130,10 @@ def write_shard(uri, data, *, codec="zstd", codecs=None):
     """
     columns = _columns(data)
     if not _is_url(uri):
-        return _write_local(_target(uri), columns, codec, codecs)
+        return _write_local(_target(uri), columns, codec, codecs, dictionaries)
     staging = tempfile.mkdtemp(prefix="zrecord-shard-")
     try:
-        info = _write_local(staging, columns, codec, codecs)
+        info = _write_local(staging, columns, codec, codecs, dictionaries)
         _native.upload_shard(staging, info.json, uri)
         return info
     finally:
@@ -150,15 +160,25 @@ def commit(uri, shard_infos, *, mode="create"):
     return _native.commit(_target(uri), [i.json for i in infos], mode)
 
 
-def write_dataset(uri, data, *, codec="zstd", rows_per_shard=None, mode="create", codecs=None):
+def gc(uri, older_than, *, dry_run=False):
+    """Remove the shards of the dataset at ``uri`` (a directory or bucket
+    prefix) that no committed version names and that were created more than
+    ``older_than`` seconds ago (a crashed or retried writer's; pick an age
+    longer than any write takes), and return their paths. ``dry_run`` only
+    lists them. Raises ``ZrecordError`` when ``uri`` holds no dataset."""
+    return _native.gc(_target(uri), float(older_than), bool(dry_run))
+
+
+def write_dataset(uri, data, *, codec="zstd", rows_per_shard=None, mode="create", codecs=None,
+                  dictionaries=None):
     """Write ``data`` as shards of the dataset at ``uri`` and commit them once
     (``mode`` as for ``commit``); return the dataset opened at that version.
 
     ``data`` is a dict of column name -> NumPy array or list of arrays (as for
     ``write_shard``), or an iterable of such dicts (each one or more shards).
     ``rows_per_shard`` cuts each dict into shards of at most that many
-    records (default: one shard per dict). ``codec`` and ``codecs`` as for
-    ``write_shard``.
+    records (default: one shard per dict). ``codec``, ``codecs`` and
+    ``dictionaries`` as for ``write_shard``.
     """
     if rows_per_shard is not None and (isinstance(rows_per_shard, bool) or
                                        int(rows_per_shard) != rows_per_shard or rows_per_shard < 1):
@@ -170,7 +190,7 @@ def write_dataset(uri, data, *, codec="zstd", rows_per_shard=None, mode="create"
         step = int(rows_per_shard or n)
         for start in range(0, n, step):
             infos.append(write_shard(uri, {k: v[start:start + step] for k, v in part.items()},
-                                     codec=codec, codecs=codecs))
+                                     codec=codec, codecs=codecs, dictionaries=dictionaries))
     version = commit(uri, infos, mode=mode)
     return open_dataset(uri, version=version)
 

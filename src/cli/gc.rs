@@ -1,4 +1,4 @@
-//! `zrecord gc DATASET_DIR --older-than AGE [--dry-run] [--json]`: remove
+//! `zrecord gc DATASET --older-than AGE [--dry-run] [--json]`: remove
 //! the shards no committed version names (a crashed or retried writer's)
 //! once they are older than AGE, so a shard still being written is left
 //! alone (see `zrecord::dataset::writer::gc`).
@@ -11,7 +11,7 @@ use std::time::Duration;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Dataset directory (holding zrecord.json).
+    /// Dataset directory or bucket prefix (s3://, gs://, az://) holding zrecord.json.
     dataset: PathBuf,
     /// Only shards created longer ago than this: 90s, 30m, 1h, 2d (a shard
     /// younger than the longest write may still be on its way to a commit).
@@ -42,31 +42,29 @@ fn parse_age(s: &str) -> Result<Duration, String> {
 }
 
 pub fn run(_ctx: &Ctx, a: Args) -> CliResult {
-    if url_of(&a.dataset)?.is_some() {
-        return Err(Fail::Msg(format!(
-            "{}: gc removes shards of a local dataset; for a bucket, use its lifecycle rules",
-            a.dataset.display()
-        )));
-    }
-    let dir = local_path(&a.dataset)?;
-    if !is_local_dataset(&dir) {
-        return Err(Fail::Msg(format!("{}: not a dataset (no zrecord.json there)", dir.display())));
-    }
-    let removed = zrecord::dataset::writer::gc(&dir, a.older_than, a.dry_run)?;
+    // A bucket URL as given; a directory (or file:// URL) as its path.
+    let target = match url_of(&a.dataset)? {
+        Some(url) => url.to_string(),
+        None => {
+            let dir = local_path(&a.dataset)?;
+            if !is_local_dataset(&dir) {
+                return Err(Fail::Msg(format!("{}: not a dataset (no zrecord.json there)", dir.display())));
+            }
+            dir.display().to_string()
+        }
+    };
+    let removed = zrecord::dataset::writer::gc(&target, a.older_than, a.dry_run)?;
     let mut out = Out::new();
     if a.json {
-        out.line(
-            &json!({"path": dir.display().to_string(), "dry_run": a.dry_run, "removed": removed}).to_string(),
-        )?;
+        out.line(&json!({"path": target, "dry_run": a.dry_run, "removed": removed}).to_string())?;
         return out.flush();
     }
     let what = if a.dry_run { "would remove" } else { "removed" };
     for path in &removed {
-        out.line(&format!("{what} {}", dir.join(path).display()))?;
+        out.line(&format!("{what} {}/{path}", target.trim_end_matches('/')))?;
     }
     out.line(&format!(
-        "{}: {what} {} uncommitted shards older than {}s{}",
-        dir.display(),
+        "{target}: {what} {} uncommitted shards older than {}s{}",
         removed.len(),
         a.older_than.as_secs(),
         if a.dry_run && !removed.is_empty() { " (run again without --dry-run to remove them)" } else { "" }

@@ -344,55 +344,53 @@ fn next_version(
     Ok(manifest)
 }
 
-/// Remove the shards of the dataset at `root` that no version names and
-/// that were created more than `older_than` ago (a crashed or retried
-/// writer's); with `dry_run`, only say which. Returns their paths.
+/// Remove the shards of the dataset at `target` (a directory or a bucket
+/// prefix) that no version names and that were created more than
+/// `older_than` ago (a crashed or retried writer's); with `dry_run`, only
+/// say which. Returns their paths. A shard's age is in its name, so a
+/// bucket needs no object dates; it costs two listings and one per shard
+/// removed.
 ///
 /// # Errors
-/// I/O errors; `BadDataset` for a damaged version.
-pub fn gc(root: &Path, older_than: Duration, dry_run: bool) -> Result<Vec<String>> {
-    let versions_dir = root.join(layout::VERSIONS);
+/// I/O and bucket errors; `BadDataset` for a damaged version, or when
+/// `target` holds no `zrecord.json` (nothing there is known to be a
+/// dataset's, so nothing is removed).
+pub fn gc(target: &str, older_than: Duration, dry_run: bool) -> Result<Vec<String>> {
+    let root = Root::parse(target)?;
+    if root.read(layout::MANIFEST)?.is_none() {
+        return Err(Error::BadDataset {
+            dataset: root.name(),
+            check: format!("no {} there: not a dataset (or nothing committed yet)", layout::MANIFEST),
+        });
+    }
     let mut named = std::collections::HashSet::new();
-    let name = root.display().to_string();
-    if let Ok(entries) = std::fs::read_dir(&versions_dir) {
-        for e in entries.filter_map(|e| e.ok()) {
-            let file = e.file_name();
-            if layout::version_of(&file.to_string_lossy()).is_none() {
-                continue;
-            }
-            let bytes = std::fs::read(e.path()).map_err(|err| Error::io(e.path(), "read", err))?;
-            for s in Manifest::parse(&name, &bytes)?.shards {
-                named.insert(s.path);
-            }
+    for file in root.list(layout::VERSIONS)? {
+        if layout::version_of(&file).is_none() {
+            continue;
+        }
+        let path = format!("{}/{file}", layout::VERSIONS);
+        let Some(bytes) = root.read(&path)? else { continue };
+        for s in Manifest::parse(&format!("{}/{path}", root.name()), &bytes)?.shards {
+            named.insert(s.path);
         }
     }
-    let shards_dir = root.join(layout::SHARDS);
     let now = unix_millis();
-    let mut removed = Vec::new();
-    let entries = match std::fs::read_dir(&shards_dir) {
-        Ok(e) => e,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(removed),
-        Err(e) => return Err(Error::io(&shards_dir, "list", e)),
-    };
-    let mut found: Vec<(String, PathBuf)> = entries
-        .filter_map(|e| e.ok())
-        .filter_map(|e| Some((format!("{}/{}", layout::SHARDS, e.file_name().into_string().ok()?), e.path())))
-        .collect();
+    let mut found = root.list(layout::SHARDS)?;
     found.sort();
-    for (path, dir) in found {
+    let mut removed = Vec::new();
+    for shard in found {
+        let path = format!("{}/{shard}", layout::SHARDS);
         if named.contains(&path) {
             continue;
         }
-        let created = path.rsplit('/').next().and_then(layout::shard_created);
-        let age_ms = match created {
-            Some(t) => now.saturating_sub(t),
-            None => continue, // not a shard name of ours: leave it alone
+        let Some(created) = layout::shard_created(&shard) else {
+            continue; // not a shard name of ours: leave it alone
         };
-        if u128::from(age_ms) < older_than.as_millis() {
+        if u128::from(now.saturating_sub(created)) < older_than.as_millis() {
             continue;
         }
         if !dry_run {
-            std::fs::remove_dir_all(&dir).map_err(|e| Error::io(&dir, "remove", e))?;
+            root.remove_tree(&path)?;
         }
         removed.push(path);
     }
@@ -484,6 +482,36 @@ impl Root {
         }
     }
 
+    /// The names in folder `dir` (files and folders; none when missing).
+    fn list(&self, dir: &str) -> Result<Vec<String>> {
+        match self {
+            Root::Dir(d) => {
+                let at = d.join(dir);
+                match std::fs::read_dir(&at) {
+                    Ok(entries) => {
+                        Ok(entries.filter_map(|e| e.ok()?.file_name().into_string().ok()).collect())
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+                    Err(e) => Err(Error::io(&at, "list", e)),
+                }
+            }
+            #[cfg(feature = "cloud")]
+            Root::Bucket(b) => bucket::list(b, dir),
+        }
+    }
+
+    /// Remove folder `path` and everything in it.
+    fn remove_tree(&self, path: &str) -> Result<()> {
+        match self {
+            Root::Dir(d) => {
+                let at = d.join(path);
+                std::fs::remove_dir_all(&at).map_err(|e| Error::io(&at, "remove", e))
+            }
+            #[cfg(feature = "cloud")]
+            Root::Bucket(b) => bucket::remove_tree(b, path),
+        }
+    }
+
     /// Replace `path` with `bytes` atomically.
     fn replace(&self, path: &str, bytes: &[u8]) -> Result<()> {
         match self {
@@ -560,6 +588,40 @@ mod bucket {
                 }
                 Err(e) => Err(convert(&at, e)),
             }
+        })
+    }
+
+    /// The names right under `dir/` (objects and common prefixes).
+    pub(super) fn list(b: &Bucket, dir: &str) -> Result<Vec<String>> {
+        let at = format!("{}{dir}/", b.url);
+        let (store, prefix) = (b.store.clone(), b.object_at(dir));
+        runtime::block_on(async move {
+            let got = store.list_with_delimiter(Some(&prefix)).await.map_err(|e| convert(&at, e))?;
+            let last = |p: &object_store::path::Path| p.filename().map(str::to_string);
+            Ok(got
+                .common_prefixes
+                .iter()
+                .chain(got.objects.iter().map(|o| &o.location))
+                .filter_map(last)
+                .collect())
+        })
+    }
+
+    /// Delete every object under `path/`.
+    pub(super) fn remove_tree(b: &Bucket, path: &str) -> Result<()> {
+        let at = format!("{}{path}/", b.url);
+        let (store, prefix) = (b.store.clone(), b.object_at(path));
+        runtime::block_on(async move {
+            // Folder by folder (a shard is `column/file`).
+            let mut folders = vec![prefix];
+            while let Some(folder) = folders.pop() {
+                let got = store.list_with_delimiter(Some(&folder)).await.map_err(|e| convert(&at, e))?;
+                for o in got.objects {
+                    store.delete(&o.location).await.map_err(|e| convert(&at, e))?;
+                }
+                folders.extend(got.common_prefixes);
+            }
+            Ok(())
         })
     }
 
