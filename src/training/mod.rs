@@ -1,7 +1,8 @@
-//! What a training run needs beyond a store: loaderx's sampler (pure, every
-//! target), the prefetching multi-stream loader and zstd dictionary training
+//! What a training run needs beyond a store: loaderx's sampler and weighted
+//! mixtures of sources (pure, every target), the prefetching multi-stream loader and zstd dictionary training
 //! (native).
 
+pub mod mixture;
 pub mod sampler;
 
 cfg_if::cfg_if! {
