@@ -4,6 +4,7 @@
 
 pub mod mixture;
 pub mod sampler;
+pub mod state;
 
 cfg_if::cfg_if! {
     if #[cfg(feature = "native")] {
