@@ -170,6 +170,9 @@ impl Records for AnyStore {
     fn gather_dense_batch(&self, indices: &[u64], batch: &mut DenseBatch) -> Result<()> {
         self.records().gather_dense_batch(indices, batch)
     }
+    fn gather_rows(&self, indices: &[u64], rows: &mut [&mut [u8]]) -> Result<()> {
+        self.records().gather_rows(indices, rows)
+    }
     fn gather_ragged_into(&self, indices: &[u64], batch: &mut RaggedBatch) -> Result<()> {
         self.records().gather_ragged_into(indices, batch)
     }

@@ -64,6 +64,30 @@ pub trait Records: Send + Sync + std::fmt::Debug {
     /// store, `BadFormat`/`CorruptRecord`, read errors.
     fn gather_ragged_into(&self, indices: &[u64], batch: &mut RaggedBatch) -> Result<()>;
 
+    /// Gather Dense records into `rows`, one record's bytes each, in gather
+    /// order: a mixture's (or a dataset's) records land straight in their
+    /// places in one batch. The default gathers into a new buffer and copies;
+    /// the local store writes each row once.
+    ///
+    /// # Errors
+    /// As [`Records::gather_into`]; `InvalidArgument` when `rows` are not one
+    /// row per index.
+    fn gather_rows(&self, indices: &[u64], rows: &mut [&mut [u8]]) -> Result<()> {
+        let row = self.info().row_bytes().unwrap_or(0) as usize;
+        if rows.len() != indices.len() || rows.iter().any(|r| r.len() != row) {
+            return Err(Error::InvalidArgument {
+                store: self.name().to_string(),
+                why: format!("{} rows given for {} records of {row} bytes", rows.len(), indices.len()),
+            });
+        }
+        let mut batch = DenseBatch::new(self.dtype().clone());
+        self.gather_dense_batch(indices, &mut batch)?;
+        for (k, r) in rows.iter_mut().enumerate() {
+            r.copy_from_slice(&batch.bytes()[k * row..(k + 1) * row]);
+        }
+        Ok(())
+    }
+
     /// The files' sizes (a remote store learns `data.zr`'s with a request).
     ///
     /// # Errors

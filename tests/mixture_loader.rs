@@ -23,7 +23,8 @@ fn write_source(dir: &Path, s: u64, len: u64) -> Vec<(String, Arc<dyn Records>)>
     w.close().unwrap();
     let tokens = dir.join(format!("s{s}-tokens"));
     let mut w = Writer::create_ragged(&tokens, "|u1", CreateOptions::default()).unwrap();
-    let payloads: Vec<(Vec<u64>, Vec<u8>)> = (0..len).map(|i| (vec![i % 5 + 1], vec![s as u8; (i % 5 + 1) as usize])).collect();
+    let payloads: Vec<(Vec<u64>, Vec<u8>)> =
+        (0..len).map(|i| (vec![i % 5 + 1], vec![s as u8; (i % 5 + 1) as usize])).collect();
     let records: Vec<(&[u64], &[u8])> = payloads.iter().map(|(sh, b)| (&sh[..], &b[..])).collect();
     w.append_ragged(&records).unwrap();
     w.close().unwrap();
@@ -36,7 +37,12 @@ fn sources(dir: &Path) -> Vec<Vec<(String, Arc<dyn Records>)>> {
 }
 
 fn loader(dir: &Path, rank: u64, world: u64) -> Loader {
-    let mut b = Loader::builder().batch_size(16).seed(11).modes(&MODES).weights(&WEIGHTS).schedule(30, &[0.1, 0.1, 0.8]);
+    let mut b = Loader::builder()
+        .batch_size(16)
+        .seed(11)
+        .modes(&MODES)
+        .weights(&WEIGHTS)
+        .schedule(30, &[0.1, 0.1, 0.8]);
     for src in sources_cached(dir) {
         b = b.source(src);
     }
@@ -47,7 +53,11 @@ fn loader(dir: &Path, rank: u64, world: u64) -> Loader {
 fn sources_cached(dir: &Path) -> Vec<Vec<(String, Arc<dyn Records>)>> {
     if dir.join("s0-id").exists() {
         let open = |p: String| -> Arc<dyn Records> { Arc::new(Store::open(dir.join(p)).unwrap()) };
-        (0..3).map(|s| vec![("id".into(), open(format!("s{s}-id"))), ("tokens".into(), open(format!("s{s}-tokens")))]).collect()
+        (0..3)
+            .map(|s| {
+                vec![("id".into(), open(format!("s{s}-id"))), ("tokens".into(), open(format!("s{s}-tokens")))]
+            })
+            .collect()
     } else {
         sources(dir)
     }
@@ -143,7 +153,12 @@ fn a_changed_source_is_refused_naming_it() {
     let other = tempfile::tempdir().unwrap();
     let mut srcs = sources_cached(dir.path());
     srcs[2] = write_source(other.path(), 2, LENGTHS[2] + 1);
-    let mut b = Loader::builder().batch_size(16).seed(11).modes(&MODES).weights(&WEIGHTS).schedule(30, &[0.1, 0.1, 0.8]);
+    let mut b = Loader::builder()
+        .batch_size(16)
+        .seed(11)
+        .modes(&MODES)
+        .weights(&WEIGHTS)
+        .schedule(30, &[0.1, 0.1, 0.8]);
     for s in srcs {
         b = b.source(s);
     }
@@ -160,7 +175,11 @@ fn a_changed_source_is_refused_naming_it() {
     // Another mixture, seed or batch size.
     let mut other_mix = state.clone();
     other_mix.schedule[1].0 = 31;
-    assert!(loader(dir.path(), 0, 1).load_state_dict(&other_mix).unwrap_err().to_string().contains("mixture"));
+    assert!(loader(dir.path(), 0, 1)
+        .load_state_dict(&other_mix)
+        .unwrap_err()
+        .to_string()
+        .contains("mixture"));
     let mut other_seed = state.clone();
     other_seed.seed = 12;
     assert!(loader(dir.path(), 0, 1).load_state_dict(&other_seed).unwrap_err().to_string().contains("seed"));
@@ -185,7 +204,8 @@ fn bad_mixtures_are_refused() {
     let mut b = Loader::builder().batch_size(16).weights(&[1.0, 1.0]).source(srcs[0].clone());
     b = b.source(vec![srcs[1][0].clone()]);
     assert!(b.build().unwrap_err().to_string().contains("source 1"));
-    let swapped = vec![("id".to_string(), srcs[1][1].1.clone()), ("tokens".to_string(), srcs[1][0].1.clone())];
+    let swapped =
+        vec![("id".to_string(), srcs[1][1].1.clone()), ("tokens".to_string(), srcs[1][0].1.clone())];
     let b = Loader::builder().batch_size(16).weights(&[1.0, 1.0]).source(srcs[0].clone()).source(swapped);
     assert!(b.build().unwrap_err().to_string().contains("source 1 stream \"id\""));
     let no_weights = Loader::builder().batch_size(16).source(srcs[0].clone());

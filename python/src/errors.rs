@@ -53,9 +53,7 @@ pub fn to_py(py: Python<'_>, e: Error) -> PyErr {
         | Error::Config(_)
         | Error::Npy { .. }
         | Error::WorldSize { .. }
-        | Error::StateMismatch { .. } => {
-            PyValueError::new_err(message)
-        }
+        | Error::StateMismatch { .. } => PyValueError::new_err(message),
         // A schema that is not what was asked for is also a ValueError, as in loaderx.
         Error::BadFormat { check, .. } if check.contains("schema") => {
             raise(py, "ZrecordSchemaError", code(&e), message)

@@ -172,7 +172,11 @@ impl NativeLoader {
         let names: Arc<[String]> =
             if usable { names.into() } else { (0..stores.len()).map(|k| k.to_string()).collect() };
         let source = |stores: &[PyRef<'_, NativeStore>]| -> Vec<(String, Arc<dyn zrecord::Records>)> {
-            names.iter().zip(stores).map(|(n, s)| (n.clone(), s.store.clone() as Arc<dyn zrecord::Records>)).collect()
+            names
+                .iter()
+                .zip(stores)
+                .map(|(n, s)| (n.clone(), s.store.clone() as Arc<dyn zrecord::Records>))
+                .collect()
         };
         // With weights: a mixture of `stores` (source 0) and `more`, by the same names.
         if let Some(weights) = weights {
@@ -256,7 +260,8 @@ impl NativeLoader {
                     } else {
                         PyArray1::from_vec(py, sources).into_any()
                     };
-                    let parts = [step.into_pyobject(py)?.into_any(), indices.into_any(), out.into_any(), sources];
+                    let parts =
+                        [step.into_pyobject(py)?.into_any(), indices.into_any(), out.into_any(), sources];
                     return Ok(Some(PyTuple::new(py, parts)?));
                 }
             }

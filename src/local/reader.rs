@@ -732,6 +732,10 @@ impl Records for Store {
         self.fill_dense(&self.access(&plan), &plan, out)
     }
 
+    fn gather_rows(&self, indices: &[u64], rows: &mut [&mut [u8]]) -> Result<()> {
+        Store::gather_rows(self, indices, rows)
+    }
+
     fn gather_dense_batch(&self, indices: &[u64], batch: &mut DenseBatch) -> Result<()> {
         let plan = GatherPlan::dense(&self.core, indices)?.checked(self.expected());
         let mem = self.access(&plan);

@@ -49,7 +49,7 @@
 //! waits or deposits, so `close` returns after at most the step each worker is
 //! working on; nothing keeps a worker blocked.
 
-use crate::dataset::concat::{assemble_ragged, scatter_rows, Group, Split};
+use crate::dataset::concat::{assemble_ragged, Group, Split};
 use crate::format::batch::{Batch, DenseBatch, RaggedBatch};
 use crate::records::Records;
 use crate::training::mixture::Mixture;
@@ -187,11 +187,10 @@ struct Buffers {
     parts: Parts,
 }
 
-/// A mixture's per-source batches of one stream, before they are put in
-/// the step's order (reused stream after stream).
+/// A mixture's per-source Ragged batches of one stream, before they are
+/// put in the step's order (reused stream after stream).
 #[derive(Default)]
 struct Parts {
-    dense: Vec<DenseBatch>,
     ragged: Vec<RaggedBatch>,
 }
 
@@ -288,7 +287,11 @@ impl<T> Shared<T> {
                 None => self.sources[0][i].gather_batch_into(&g.indices, &mut g.batches[i]),
                 Some(split) => gather_mixed(&self.sources, i, split, &mut g.batches[i], &mut g.parts),
             }
-            .map_err(|e| Error::Loader { stream: self.names[i].clone(), step, source: Box::new(e) })?;
+            .map_err(|e| Error::Loader {
+                stream: self.names[i].clone(),
+                step,
+                source: Box::new(e),
+            })?;
         }
         stage.set(None);
         (self.transform)(gathered).map_err(|e| Error::Loader {
@@ -378,18 +381,22 @@ fn gather_mixed(
     out.fit(first.info());
     match out {
         Batch::Dense(batch) => {
-            parts.dense.resize_with(n, || DenseBatch::new(first.dtype().clone()));
-            for (g, part) in split.groups.iter().zip(&mut parts.dense) {
-                store(g).gather_dense_batch(&g.local, part)?;
-            }
-            let row = parts.dense[0].bytes().len() / parts.dense[0].len().max(1);
+            // Each source's rows straight into their places: no copy.
+            let row = first.info().row_bytes().unwrap_or(0) as usize;
             batch.data.reuse(split.len * row);
             batch.shape.clear();
             batch.shape.push(split.len as u64);
             batch.shape.extend_from_slice(first.item_shape().unwrap_or(&[]));
             batch.dtype.clone_from(first.dtype());
-            let views: Vec<&[u8]> = parts.dense[..n].iter().map(DenseBatch::bytes).collect();
-            scatter_rows(split, &views, row, batch.data.as_mut_slice());
+            if row == 0 {
+                return Ok(());
+            }
+            let mut slots: Vec<Option<&mut [u8]>> =
+                batch.data.as_mut_slice().chunks_mut(row).map(Some).collect();
+            for g in &split.groups {
+                let mut rows: Vec<&mut [u8]> = g.positions.iter().filter_map(|&p| slots[p].take()).collect();
+                store(g).gather_rows(&g.local, &mut rows)?;
+            }
         }
         Batch::Ragged(batch) => {
             parts.ragged.resize_with(n, RaggedBatch::default);
@@ -858,7 +865,10 @@ impl<T: Send + 'static> LoaderBuilder<T> {
     /// the same dtypes and shapes) in every source. Use with
     /// [`LoaderBuilder::weights`] instead of [`LoaderBuilder::stream`];
     /// each step then draws its records from the sources by a [`Mixture`].
-    pub fn source<N: Into<String>, S: IntoStream>(mut self, streams: impl IntoIterator<Item = (N, S)>) -> Self {
+    pub fn source<N: Into<String>, S: IntoStream>(
+        mut self,
+        streams: impl IntoIterator<Item = (N, S)>,
+    ) -> Self {
         self.mix.sources.push(streams.into_iter().map(|(n, s)| (n.into(), s.into_stream())).collect());
         self
     }
@@ -970,18 +980,25 @@ impl<T: Send + 'static> LoaderBuilder<T> {
         let mut lengths = Vec::with_capacity(sources.len());
         for (k, source) in sources.iter().enumerate() {
             if source.len() != first.len() {
-                return config(format!("mixture source {k} has streams {:?}, source 0 has {names:?}",
-                    source.iter().map(|(n, _)| n).collect::<Vec<_>>()));
+                return config(format!(
+                    "mixture source {k} has streams {:?}, source 0 has {names:?}",
+                    source.iter().map(|(n, _)| n).collect::<Vec<_>>()
+                ));
             }
             let mut row = Vec::with_capacity(first.len());
             for (name, model) in first {
                 let Some((_, store)) = source.iter().find(|(n, _)| n == name) else {
-                    return config(format!("mixture source {k} has no stream {name:?} (each needs {names:?})"));
+                    return config(format!(
+                        "mixture source {k} has no stream {name:?} (each needs {names:?})"
+                    ));
                 };
                 if store.dtype() != model.dtype() || store.geometry() != model.geometry() {
                     return config(format!(
                         "mixture source {k} stream {name:?} holds {} {:?}, source 0's holds {} {:?}",
-                        store.dtype(), store.geometry(), model.dtype(), model.geometry()
+                        store.dtype(),
+                        store.geometry(),
+                        model.dtype(),
+                        model.geometry()
                     ));
                 }
                 row.push(Arc::clone(store));
@@ -1020,7 +1037,9 @@ impl<T: Send + 'static> LoaderBuilder<T> {
             (Draw::Mix(m.shard(rank, world)?), modes, schedule)
         } else {
             if self.mix.weights.is_some() || !self.mix.schedule.is_empty() || self.mix.modes.is_some() {
-                return config("weights, schedule and modes are for mixture sources (LoaderBuilder::source)".into());
+                return config(
+                    "weights, schedule and modes are for mixture sources (LoaderBuilder::source)".into(),
+                );
             }
             let sampler = Sampler::new(lengths[0], batch_size, self.mode, self.seed)?.shard(rank, world)?;
             (Draw::One(sampler), vec![self.mode], Vec::new())

@@ -392,7 +392,9 @@ impl Mixture {
         let hi = lo + per;
         sources.clear();
         indices.clear();
-        let room = usize::try_from(per).ok().filter(|&n| sources.try_reserve(n).is_ok() && indices.try_reserve(n).is_ok());
+        let room = usize::try_from(per)
+            .ok()
+            .filter(|&n| sources.try_reserve(n).is_ok() && indices.try_reserve(n).is_ok());
         if room.is_none() {
             return Err(Error::Config(format!("a mixture batch of {per} records cannot be allocated")));
         }

@@ -88,9 +88,8 @@ impl LoaderState {
     /// seed, the batch size, the sources or their streams, a stream's length
     /// or stored bytes, the modes, or the schedule.
     pub fn check(&self, saved: &LoaderState) -> Result<()> {
-        let differ = |what: String, saved: String, now: String| {
-            Err(Error::StateMismatch { what, saved, now })
-        };
+        let differ =
+            |what: String, saved: String, now: String| Err(Error::StateMismatch { what, saved, now });
         if saved.format != self.format {
             return differ("format".into(), saved.format.clone(), self.format.clone());
         }
@@ -115,7 +114,11 @@ impl LoaderState {
                     return differ(what("length"), o.length.to_string(), n.length.to_string());
                 }
                 if o.stored_bytes != n.stored_bytes {
-                    return differ(what("stored bytes"), o.stored_bytes.to_string(), n.stored_bytes.to_string());
+                    return differ(
+                        what("stored bytes"),
+                        o.stored_bytes.to_string(),
+                        n.stored_bytes.to_string(),
+                    );
                 }
             }
         }
