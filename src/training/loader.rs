@@ -383,7 +383,7 @@ fn gather_mixed(
         Batch::Dense(batch) => {
             // Each source's rows straight into their places: no copy.
             let row = first.info().row_bytes().unwrap_or(0) as usize;
-            batch.data.reuse(split.len * row);
+            batch.data.resize(split.len * row); // sized as a one-store gather sizes it
             batch.shape.clear();
             batch.shape.push(split.len as u64);
             batch.shape.extend_from_slice(first.item_shape().unwrap_or(&[]));
