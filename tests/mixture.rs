@@ -275,7 +275,7 @@ fn golden_cases() -> serde_json::Value {
         {"lengths": [7, 5, 3], "weights": [1, 1, 1], "batch_size": 8, "seed": 7,
          "modes": [0, 1, 2], "schedule": {"3": [0.5, 0.0, 0.5]}, "rank": 1, "world": 2, "seek": 1, "steps": 5},
         {"lengths": [1000, 3], "weights": [0.9, 0.1], "batch_size": 12, "seed": 1,
-         "modes": [1, 2], "schedule": {"0": [0.25, 0.75], "4": [3.14159, 1.0]}, "rank": 3, "world": 4,
+         "modes": [1, 2], "schedule": {"0": [0.25, 0.75], "4": [1.2345678901, 1.0]}, "rank": 3, "world": 4,
          "seek": 2, "steps": 6},
         {"lengths": [9], "weights": [2.0], "batch_size": 4, "seed": 18446744073709551615u64,
          "modes": [2], "schedule": {}, "rank": 0, "world": 1, "seek": 1000000007, "steps": 3},

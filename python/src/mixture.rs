@@ -26,6 +26,9 @@ fn build(
     Ok(m)
 }
 
+/// One slice as NumPy arrays: `(sources, indices)`.
+type Slice<'py> = (Bound<'py, PyArray1<u32>>, Bound<'py, PyArray1<u64>>);
+
 /// A mixture's stream of `(sources, indices)` batch slices.
 #[pyclass(module = "zrecord._native")]
 pub struct NativeMixture {
@@ -53,10 +56,7 @@ impl NativeMixture {
     }
 
     /// The next slice: `(sources, indices)` as new `uint32` and `uint64` arrays.
-    fn next<'py>(
-        &mut self,
-        py: Python<'py>,
-    ) -> PyResult<(Bound<'py, PyArray1<u32>>, Bound<'py, PyArray1<u64>>)> {
+    fn next<'py>(&mut self, py: Python<'py>) -> PyResult<Slice<'py>> {
         let m = &mut self.mixture;
         let (sources, indices) = py.detach(|| m.next_batch()).py_err(py)?;
         Ok((PyArray1::from_vec(py, sources), PyArray1::from_vec(py, indices)))

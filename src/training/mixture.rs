@@ -559,7 +559,7 @@ mod tests {
         // No small fraction: parts of 2^20 adding up exactly.
         let (p, t) = parts(&[std::f64::consts::PI, 1.0]);
         assert_eq!(p.iter().sum::<u64>(), t);
-        assert!(MAX_TOTAL % t == 0 && t >= 1 << 16, "{t}");
+        assert!(MAX_TOTAL.is_multiple_of(t) && t >= 1 << 16, "{t}");
         for bad in [&[][..], &[-1.0, 1.0], &[0.0, 0.0], &[f64::NAN], &[f64::INFINITY, 1.0]] {
             assert!(matches!(Weights::new(bad), Err(Error::Config(_))), "{bad:?}");
         }
