@@ -4,7 +4,7 @@
 
 use std::path::Path;
 use std::sync::Arc;
-use zrecord::training::loader::{Gathered, Loader};
+use zrecord::training::loader::{Gathered, Loader, LoaderBuilder};
 use zrecord::training::mixture::Mixture;
 use zrecord::training::sampler::Mode;
 use zrecord::training::state::LoaderState;
@@ -36,17 +36,22 @@ fn sources(dir: &Path) -> Vec<Vec<(String, Arc<dyn Records>)>> {
     (0..3).map(|s| write_source(dir, s, LENGTHS[s as usize])).collect()
 }
 
-fn loader(dir: &Path, rank: u64, world: u64) -> Loader {
+/// The tests' mixture (batches of 16, a schedule change at step 30) over `sources`.
+fn builder(sources: Vec<Vec<(String, Arc<dyn Records>)>>) -> LoaderBuilder {
     let mut b = Loader::builder()
         .batch_size(16)
         .seed(11)
         .modes(&MODES)
         .weights(&WEIGHTS)
         .schedule(30, &[0.1, 0.1, 0.8]);
-    for src in sources_cached(dir) {
+    for src in sources {
         b = b.source(src);
     }
-    b.shard(rank, world).workers(2).prefetch(4).build().unwrap()
+    b
+}
+
+fn loader(dir: &Path, rank: u64, world: u64) -> Loader {
+    builder(sources_cached(dir)).shard(rank, world).workers(2).prefetch(4).build().unwrap()
 }
 
 /// Stores written once per directory, reopened by every loader.
@@ -153,16 +158,7 @@ fn a_changed_source_is_refused_naming_it() {
     let other = tempfile::tempdir().unwrap();
     let mut srcs = sources_cached(dir.path());
     srcs[2] = write_source(other.path(), 2, LENGTHS[2] + 1);
-    let mut b = Loader::builder()
-        .batch_size(16)
-        .seed(11)
-        .modes(&MODES)
-        .weights(&WEIGHTS)
-        .schedule(30, &[0.1, 0.1, 0.8]);
-    for s in srcs {
-        b = b.source(s);
-    }
-    let mut l = b.build().unwrap();
+    let mut l = builder(srcs).build().unwrap();
     let err = l.load_state_dict(&state).unwrap_err();
     let msg = err.to_string();
     assert!(matches!(err, Error::StateMismatch { .. }), "{err:?}");
