@@ -34,9 +34,14 @@
 
 use super::sampler::{mix, Mode, Permutation};
 use crate::error::{Error, Result};
+use std::sync::Arc;
 
 /// The largest common denominator weights are read with (2^20).
 pub const MAX_TOTAL: u64 = 1 << 20;
+
+/// Periods up to this many records are assigned once, into a table that
+/// every later period reads (256 KiB at most).
+const TABLE_MAX: u64 = 1 << 16;
 
 /// Round constant separating a source's key from the mixture's seed.
 const SOURCE_KEY: u64 = 2;
@@ -167,22 +172,43 @@ struct Chairman {
     /// Records assigned in this period.
     n: u64,
     counts: Vec<u64>,
+    /// The period's sources in order, when it is at most [`TABLE_MAX`] long.
+    table: Option<Arc<[u32]>>,
 }
 
 impl Chairman {
     fn new(weights: &Weights) -> Chairman {
         let active = weights.parts.iter().filter(|&&p| p > 0).count() as u128;
         let n = weights.parts.len();
-        Chairman { weights: weights.clone(), m: (2 * active).saturating_sub(2), n: 0, counts: vec![0; n] }
+        let m = (2 * active).saturating_sub(2);
+        let mut c = Chairman { weights: weights.clone(), m, n: 0, counts: vec![0; n], table: None };
+        if weights.total <= TABLE_MAX {
+            let table: Vec<u32> = (0..weights.total).map(|_| c.assign() as u32).collect();
+            (c.n, c.table) = (weights.total, Some(table.into()));
+        }
+        c
     }
 
     /// The source of the next record.
     fn next(&mut self) -> usize {
-        let (parts, total) = (&self.weights.parts, self.weights.total);
-        if self.n == total {
+        if self.n == self.weights.total {
             self.n = 0;
             self.counts.fill(0);
         }
+        match &self.table {
+            Some(table) => {
+                let i = table[self.n as usize] as usize;
+                self.counts[i] += 1;
+                self.n += 1;
+                i
+            }
+            None => self.assign(),
+        }
+    }
+
+    /// The next record's source by the rule itself (within a period).
+    fn assign(&mut self) -> usize {
+        let (parts, total) = (&self.weights.parts, self.weights.total);
         let (t, d, m) = (u128::from(self.n + 1), u128::from(total), self.m);
         let mut best: Option<(usize, u128)> = None;
         let mut fallback = (0usize, i128::MIN);
