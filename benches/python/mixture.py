@@ -65,7 +65,8 @@ def run(tokens, work, codecs, min_s, rounds):
                 out.append(_rate(make, min_s))
             ratios.append(r_mix[-1] / r_one[-1])
         rows.append({"codec": codec, "records": n, "single_krec_s": float(np.median(r_one)) / 1e3,
-                     "mixture_krec_s": float(np.median(r_mix)) / 1e3, "ratio": float(np.median(ratios))})
+                     "mixture_krec_s": float(np.median(r_mix)) / 1e3, "ratio": float(np.median(ratios)),
+                     "ratios": [round(x, 3) for x in ratios]})
     return rows
 
 

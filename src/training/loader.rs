@@ -51,6 +51,7 @@
 
 use crate::dataset::concat::{assemble_ragged, Group, Split};
 use crate::format::batch::{Batch, DenseBatch, RaggedBatch};
+use crate::local::work;
 use crate::records::Records;
 use crate::training::mixture::Mixture;
 use crate::training::sampler::{Mode, Sampler};
@@ -393,16 +394,18 @@ fn gather_mixed(
             }
             let mut slots: Vec<Option<&mut [u8]>> =
                 batch.data.as_mut_slice().chunks_mut(row).map(Some).collect();
-            for g in &split.groups {
-                let mut rows: Vec<&mut [u8]> = g.positions.iter().filter_map(|&p| slots[p].take()).collect();
-                store(g).gather_rows(&g.local, &mut rows)?;
-            }
+            let groups: Vec<(&Group, Vec<&mut [u8]>)> = split
+                .groups
+                .iter()
+                .map(|g| (g, g.positions.iter().filter_map(|&p| slots[p].take()).collect()))
+                .collect();
+            // The sources side by side on the shared pool, as a dataset's shards.
+            work::share(groups.into_iter(), |(g, mut rows)| store(g).gather_rows(&g.local, &mut rows))?;
         }
         Batch::Ragged(batch) => {
             parts.ragged.resize_with(n, RaggedBatch::default);
-            for (g, part) in split.groups.iter().zip(&mut parts.ragged) {
-                store(g).gather_ragged_into(&g.local, part)?;
-            }
+            let groups = split.groups.iter().zip(&mut parts.ragged);
+            work::share(groups, |(g, part)| store(g).gather_ragged_into(&g.local, part))?;
             assemble_ragged(split, &parts.ragged[..n], first.dtype().alignment(), batch);
         }
     }
