@@ -51,6 +51,7 @@
 
 use crate::dataset::concat::{assemble_ragged, Group, Split};
 use crate::format::batch::{Batch, DenseBatch, RaggedBatch};
+use crate::format::Codec;
 use crate::local::work;
 use crate::records::Records;
 use crate::training::mixture::Mixture;
@@ -399,17 +400,33 @@ fn gather_mixed(
                 .iter()
                 .map(|g| (g, g.positions.iter().filter_map(|&p| slots[p].take()).collect()))
                 .collect();
-            // The sources side by side on the shared pool, as a dataset's shards.
-            work::share(groups.into_iter(), |(g, mut rows)| store(g).gather_rows(&g.local, &mut rows))?;
+            each_source(first, groups.into_iter(), |(g, mut rows)| {
+                store(g).gather_rows(&g.local, &mut rows)
+            })?;
         }
         Batch::Ragged(batch) => {
             parts.ragged.resize_with(n, RaggedBatch::default);
             let groups = split.groups.iter().zip(&mut parts.ragged);
-            work::share(groups, |(g, part)| store(g).gather_ragged_into(&g.local, part))?;
+            each_source(first, groups, |(g, part)| store(g).gather_ragged_into(&g.local, part))?;
             assemble_ragged(split, &parts.ragged[..n], first.dtype().alignment(), batch);
         }
     }
     Ok(())
+}
+
+/// Run `gather` for each source's group: compressed sources side by side on
+/// the shared pool (as a dataset's shards), raw ones in turn (copies that
+/// one thread keeps up with, where waking the pool costs more than it saves).
+fn each_source<T: Send>(
+    first: &Arc<dyn Records>,
+    mut groups: impl Iterator<Item = T> + Send,
+    gather: impl Fn(T) -> Result<()> + Sync,
+) -> Result<()> {
+    if first.codec() == Codec::Raw {
+        groups.try_for_each(gather)
+    } else {
+        work::share(groups, gather)
+    }
 }
 
 /// Decrements the live-worker count however the worker exits, and wakes the
