@@ -307,6 +307,8 @@ pub struct Mixture {
     drawn: Vec<u64>,
     /// Per fill: records each source drew so far in the batch.
     taken: Vec<u64>,
+    /// Per fill: each source's next stream position as `(epoch, offset)`.
+    cursors: Vec<(u64, u64)>,
     /// Per cyclic source: the epoch whose permutation is cached.
     perms: Vec<Option<(u64, Permutation)>>,
 }
@@ -346,6 +348,7 @@ impl Mixture {
             segment: 0,
             drawn: vec![0; n],
             taken: vec![0; n],
+            cursors: vec![(0, 0); n],
             perms: vec![None; n],
         };
         m.seek(0);
@@ -425,14 +428,21 @@ impl Mixture {
             return Err(Error::Config(format!("a mixture batch of {per} records cannot be allocated")));
         }
         self.taken.fill(0);
+        // Each source's next position as (epoch, offset): one division per
+        // source and step, none per record (the draw runs under the loader's lock).
+        for ((c, &d), &len) in self.cursors.iter_mut().zip(&self.drawn).zip(&self.lengths) {
+            *c = (d / len, d % len);
+        }
         for j in 0..self.batch_size {
             let s = self.chairman.next();
+            let (epoch, offset) = self.cursors[s];
             if (lo..hi).contains(&j) {
-                let at = self.drawn[s].wrapping_add(self.taken[s]);
                 sources.push(s as u32);
-                indices.push(self.index(s, at));
+                indices.push(self.index(s, epoch, offset));
             }
             self.taken[s] += 1;
+            self.cursors[s] =
+                if offset + 1 == self.lengths[s] { (epoch.wrapping_add(1), 0) } else { (epoch, offset + 1) };
         }
         for (d, t) in self.drawn.iter_mut().zip(&self.taken) {
             *d = d.wrapping_add(*t);
@@ -527,19 +537,18 @@ impl Mixture {
         self.world
     }
 
-    /// Record `at` of source `s`'s own stream.
-    fn index(&mut self, s: usize, at: u64) -> u64 {
+    /// Record `epoch × length + offset` of source `s`'s own stream.
+    fn index(&mut self, s: usize, epoch: u64, offset: u64) -> u64 {
         let (len, key) = (self.lengths[s], self.keys[s]);
         match self.modes[s] {
-            Mode::Sequential => at % len,
-            Mode::Iid => uniform(key, at, len),
+            Mode::Sequential => offset,
+            Mode::Iid => uniform(key, epoch.wrapping_mul(len).wrapping_add(offset), len),
             Mode::Cyclic => {
-                let epoch = at / len;
                 let cached = &mut self.perms[s];
                 if !matches!(cached, Some((e, _)) if *e == epoch) {
                     *cached = Some((epoch, Permutation::new(mix(key, epoch, 0), len)));
                 }
-                cached.as_ref().map_or(0, |(_, perm)| perm.apply(at % len))
+                cached.as_ref().map_or(0, |(_, perm)| perm.apply(offset))
             }
         }
     }
