@@ -125,6 +125,19 @@ pub enum Error {
     #[error("invalid sampler/loader setting: {0}")]
     Config(String),
 
+    /// A world size that does not divide the global batch: ranks would get
+    /// different numbers of records, and data-parallel training would hang.
+    #[error(
+        "cannot split the global batch of {batch_size} records into {world} equal shards: \
+         use a world size that divides {batch_size} (the global batch stays the same across restarts)"
+    )]
+    WorldSize { batch_size: u64, world: u64 },
+
+    /// A saved loader state that does not fit this loader (another source,
+    /// seed, batch size or mixture): resuming would give other batches.
+    #[error("loader state does not match this loader: {what}: the state has {saved}, this loader has {now}")]
+    StateMismatch { what: String, saved: String, now: String },
+
     /// Code run on a worker thread (a loader transform) panicked.
     #[error("worker thread panicked: {message}")]
     Panicked { message: String },

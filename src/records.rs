@@ -30,6 +30,9 @@ macro_rules! forward_records {
             ) -> $crate::Result<()> {
                 self.records().gather_dense_batch(indices, batch)
             }
+            fn gather_rows(&self, indices: &[u64], rows: &mut [&mut [u8]]) -> $crate::Result<()> {
+                self.records().gather_rows(indices, rows)
+            }
             fn gather_ragged_into(
                 &self,
                 indices: &[u64],
@@ -48,6 +51,18 @@ macro_rules! forward_records {
 }
 #[allow(unused_imports)]
 pub(crate) use forward_records;
+
+/// `InvalidArgument` unless `rows` are one row of `row` bytes per index
+/// (for [`Records::gather_rows`]).
+pub(crate) fn check_rows(info: &StoreInfo, indices: &[u64], rows: &[&mut [u8]], row: usize) -> Result<()> {
+    if rows.len() != indices.len() || rows.iter().any(|r| r.len() != row) {
+        return Err(Error::InvalidArgument {
+            store: info.name.clone(),
+            why: format!("{} rows given for {} records of {row} bytes", rows.len(), indices.len()),
+        });
+    }
+    Ok(())
+}
 
 /// A store that gathers records by index, local or remote.
 ///
@@ -105,6 +120,25 @@ pub trait Records: Send + Sync + std::fmt::Debug {
     /// `IndexOutOfRange` (before any read), `InvalidArgument` for a Dense
     /// store, `BadFormat`/`CorruptRecord`, read errors.
     fn gather_ragged_into(&self, indices: &[u64], batch: &mut RaggedBatch) -> Result<()>;
+
+    /// Gather Dense records into `rows`, one record's bytes each, in gather
+    /// order: a mixture's (or a dataset's) records land straight in their
+    /// places in one batch. The default gathers into a new buffer and copies;
+    /// the local store writes each row once.
+    ///
+    /// # Errors
+    /// As [`Records::gather_into`]; `InvalidArgument` when `rows` are not one
+    /// row per index.
+    fn gather_rows(&self, indices: &[u64], rows: &mut [&mut [u8]]) -> Result<()> {
+        let row = self.info().row_bytes().unwrap_or(0) as usize;
+        check_rows(self.info(), indices, rows, row)?;
+        let mut batch = DenseBatch::new(self.dtype().clone());
+        self.gather_dense_batch(indices, &mut batch)?;
+        for (k, r) in rows.iter_mut().enumerate() {
+            r.copy_from_slice(&batch.bytes()[k * row..(k + 1) * row]);
+        }
+        Ok(())
+    }
 
     /// The files' sizes (a remote store learns `data.zr`'s with a request).
     ///

@@ -53,6 +53,8 @@ from zrecord import Dense, Ragged, Sampler, train_dict
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "benches"))
 from timing import time_batches  # noqa: E402  (the timed loop loaderx's side uses too)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import mixture  # noqa: E402  (the mixture rows)
 HOME = Path(os.environ.get("HOME", "/root"))
 CODECS = ["raw", "zstd", "zstd_dict"]
 BATCH = 256
@@ -352,7 +354,7 @@ def main():
     ap.add_argument("--single-writes", dest="write_pairs", action="store_false",
                     help="time each write once (default: twice, in ABBA order, best of two)")
     ap.add_argument("--check", type=int, default=16, help="batches checked against the source")
-    ap.add_argument("--only", action="append", choices=list(TARGETS), help="run only this workload")
+    ap.add_argument("--only", action="append", choices=[*TARGETS, "mixture"], help="run only this workload")
     ap.add_argument("--json", help="write the results as JSON here")
     ap.add_argument("--md", help="write the tables as Markdown here")
     args = ap.parse_args()
@@ -376,14 +378,21 @@ def main():
     try:
         results = [run_workload(name, max(BATCH, int(n * args.scale)) if not args.quick else n, args, work_root)
                    for name, n in counts.items() if not args.only or name in args.only]
+        mixed = []
+        if not args.only or "mixture" in args.only:
+            n = counts["dense-tokens"] if args.quick else max(BATCH, int(counts["dense-tokens"] * args.scale))
+            tokens = zipf_tokens(np.random.default_rng(7), n * 512).reshape(n, 512)
+            mixed = mixture.run(tokens, Path(work_root), ["raw", "zstd"], args.min_s, args.rounds)
     finally:
         shutil.rmtree(work_root, ignore_errors=True)
-    text = markdown(results, meta)
+    text = markdown(results, meta) if results else ""
+    if mixed:
+        text += "\n" + mixture.markdown(mixed)
     print(text)
     if args.md:
         Path(args.md).write_text(text + "\n")
     if args.json:
-        Path(args.json).write_text(json.dumps({"meta": meta, "results": results}, indent=1) + "\n")
+        Path(args.json).write_text(json.dumps({"meta": meta, "results": results, "mixture": mixed}, indent=1) + "\n")
 
 
 if __name__ == "__main__":

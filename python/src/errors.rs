@@ -54,9 +54,11 @@ pub fn to_py(py: Python<'_>, e: Error) -> PyErr {
     match inner {
         Error::NotFound { .. } => PyFileNotFoundError::new_err(message),
         Error::IndexOutOfRange { .. } => PyIndexError::new_err(message),
-        Error::InvalidArgument { .. } | Error::Config(_) | Error::Npy { .. } => {
-            PyValueError::new_err(message)
-        }
+        Error::InvalidArgument { .. }
+        | Error::Config(_)
+        | Error::Npy { .. }
+        | Error::WorldSize { .. }
+        | Error::StateMismatch { .. } => PyValueError::new_err(message),
         // A MemoryError too, as loaderx raises for a batch too large.
         Error::OutOfMemory { .. } => raise(py, "ZrecordMemoryError", code(&e), message),
         // A schema that is not what was asked for is also a ValueError, as in loaderx.

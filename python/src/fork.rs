@@ -158,6 +158,10 @@ impl Records for ForkSafe {
         let store = self.current()?;
         store.gather_dense_batch(indices, batch)
     }
+    fn gather_rows(&self, indices: &[u64], rows: &mut [&mut [u8]]) -> Result<()> {
+        let store = self.current()?;
+        store.gather_rows(indices, rows)
+    }
     fn gather_ragged_into(&self, indices: &[u64], batch: &mut RaggedBatch) -> Result<()> {
         let store = self.current()?;
         store.gather_ragged_into(indices, batch)

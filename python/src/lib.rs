@@ -14,6 +14,7 @@ mod dataset;
 mod errors;
 mod fork;
 mod loader;
+mod mixture;
 mod pool;
 mod store;
 mod train;
@@ -30,6 +31,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<writer::NativeWriter>()?;
     m.add_class::<loader::NativeSampler>()?;
     m.add_class::<loader::NativeLoader>()?;
+    m.add_class::<mixture::NativeMixture>()?;
     m.add_function(wrap_pyfunction!(train::dict_tiers, m)?)?;
     m.add_function(wrap_pyfunction!(train::dict_sample_indices, m)?)?;
     m.add_function(wrap_pyfunction!(train::train_dict_store, m)?)?;

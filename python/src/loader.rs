@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 use zrecord::training::loader::{Loader, TimedOut, TRANSFORM_STREAM};
 use zrecord::training::sampler::{Mode, Sampler};
+use zrecord::training::state::LoaderState;
 use zrecord::Batch;
 
 fn mode(py: Python<'_>, code: u8) -> PyResult<Mode> {
@@ -73,8 +74,9 @@ impl NativeSampler {
     }
 }
 
-/// One delivered step: its number, its indices, one batch per store.
-type Step = (u64, Vec<u64>, Vec<Batch>);
+/// One delivered step: its number, its indices, one batch per store, and
+/// (in a mixture) each record's source.
+type Step = (u64, Vec<u64>, Vec<Batch>, Vec<u32>);
 
 /// The loader: worker threads gather every stream at each step's indices
 /// (drawn by loaderx's sampler) and the steps come out in order.
@@ -132,7 +134,7 @@ impl NativeLoader {
     /// the stores' lengths (equal, not zero), the sampler's arguments
     /// (`batch_size`, `mode`, `rank` and `world`), `workers` and `prefetch`.
     #[new]
-    #[pyo3(signature = (stores, names, batch_size, mode, seed, rank, world, workers, prefetch, start_step, packed))]
+    #[pyo3(signature = (stores, names, batch_size, mode, seed, rank, world, workers, prefetch, start_step, packed, more=Vec::new(), weights=None, schedule=Vec::new(), modes=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -147,6 +149,10 @@ impl NativeLoader {
         prefetch: usize,
         start_step: &Bound<'_, PyAny>,
         packed: bool,
+        more: Vec<Vec<PyRef<'_, NativeStore>>>,
+        weights: Option<Vec<f64>>,
+        schedule: Vec<(u64, Vec<f64>)>,
+        modes: Option<Vec<u8>>,
     ) -> PyResult<Self> {
         let code = int_arg(mode, "mode", u8::MAX.into())? as u8;
         let descrs =
@@ -165,14 +171,35 @@ impl NativeLoader {
             && names.iter().enumerate().all(|(k, n)| n != TRANSFORM_STREAM && !names[..k].contains(n));
         let names: Arc<[String]> =
             if usable { names.into() } else { (0..stores.len()).map(|k| k.to_string()).collect() };
-        for (name, store) in names.iter().zip(&stores) {
-            let records: Arc<dyn zrecord::Records> = store.store.clone();
-            builder = builder.stream(name.clone(), records);
+        let source = |stores: &[PyRef<'_, NativeStore>]| -> Vec<(String, Arc<dyn zrecord::Records>)> {
+            names
+                .iter()
+                .zip(stores)
+                .map(|(n, s)| (n.clone(), s.store.clone() as Arc<dyn zrecord::Records>))
+                .collect()
+        };
+        // With weights: a mixture of `stores` (source 0) and `more`, by the same names.
+        if let Some(weights) = weights {
+            builder = builder.source(source(&stores)).weights(&weights);
+            for other in &more {
+                builder = builder.source(source(other));
+            }
+            for (step, w) in &schedule {
+                builder = builder.schedule(*step, w);
+            }
+            if let Some(codes) = modes {
+                let modes = codes.iter().map(|&c| self::mode(py, c)).collect::<PyResult<Vec<_>>>()?;
+                builder = builder.modes(&modes);
+            }
+        } else {
+            for (name, store) in source(&stores) {
+                builder = builder.stream(name, store);
+            }
         }
         let streams = Arc::clone(&names);
         let builder = builder.transform(move |mut step| {
             let batches = streams.iter().map(|n| step.take(n).expect("every stream")).collect();
-            Ok((step.step(), step.indices().to_vec(), batches))
+            Ok((step.step(), step.indices().to_vec(), batches, step.sources().to_vec()))
         });
         let loader = py.detach(|| builder.build()).py_err(py)?;
         Ok(NativeLoader {
@@ -217,7 +244,7 @@ impl NativeLoader {
                 Err(TimedOut) => py.check_signals()?,
                 Ok(None) => return Ok(None),
                 Ok(Some(item)) => {
-                    let (step, indices, batches) = item.py_err(py)?;
+                    let (step, indices, batches, sources) = item.py_err(py)?;
                     let out = PyList::empty(py);
                     for (batch, descr) in batches.into_iter().zip(&self.descrs) {
                         match batch {
@@ -228,10 +255,14 @@ impl NativeLoader {
                         }
                     }
                     let indices = PyArray1::from_vec(py, indices);
-                    return Ok(Some(PyTuple::new(
-                        py,
-                        [step.into_pyobject(py)?.into_any(), indices.into_any(), out.into_any()],
-                    )?));
+                    let sources = if sources.is_empty() {
+                        py.None().into_bound(py)
+                    } else {
+                        PyArray1::from_vec(py, sources).into_any()
+                    };
+                    let parts =
+                        [step.into_pyobject(py)?.into_any(), indices.into_any(), out.into_any(), sources];
+                    return Ok(Some(PyTuple::new(py, parts)?));
                 }
             }
         }
@@ -241,6 +272,26 @@ impl NativeLoader {
     #[getter]
     fn step(&self) -> Option<u64> {
         self.loader.lock().unwrap_or_else(PoisonError::into_inner).as_ref().map(|l| l.step())
+    }
+
+    /// The loader's state (as JSON text) with the consumer at `step`.
+    fn state_json(&self, py: Python<'_>, step: u64) -> PyResult<String> {
+        let guard = self.loader.lock().unwrap_or_else(PoisonError::into_inner);
+        match guard.as_ref() {
+            Some(l) => Ok(l.state_at(step).to_json()),
+            None => Err(zrecord::Error::Cancelled).py_err(py),
+        }
+    }
+
+    /// Check a state (JSON text) against this loader: its step, or a
+    /// `ValueError` naming what differs.
+    fn check_state(&self, py: Python<'_>, state: &str) -> PyResult<u64> {
+        let saved = LoaderState::from_json(state).py_err(py)?;
+        let guard = self.loader.lock().unwrap_or_else(PoisonError::into_inner);
+        match guard.as_ref() {
+            Some(l) => l.state_at(0).check(&saved).map(|()| saved.step).py_err(py),
+            None => Err(zrecord::Error::Cancelled).py_err(py),
+        }
     }
 
     /// Stop the workers and join them (at most the step each is gathering).

@@ -26,6 +26,7 @@ from ._records import DICT_TIERS, Dense, Ragged
 from ._train import train_dict
 from ._sampler import Sampler
 from ._loader import DataLoader
+from ._mixture import Mixture
 from ._dataset import Dataset, ShardInfo, commit, gc, open_dataset, write_dataset, write_shard
 
 __version__ = "0.1.0"
@@ -39,6 +40,7 @@ __all__ = [
     "train_dict",
     "Sampler",
     "DataLoader",
+    "Mixture",
     "Dataset",
     "ShardInfo",
     "open_dataset",

@@ -189,7 +189,7 @@ class DataLoader(Iterator[Any]):
     streams: Dict[str, Union[Dense, Ragged]]
     def __init__(
         self,
-        streams: Mapping[str, Union[Dense, Ragged]],
+        streams: Union[Mapping[str, Union[Dense, Ragged]], Sequence[Mapping[str, Union[Dense, Ragged]]]],
         transform_workers: int = 4,
         batch_size: int = 256,
         prefetch_size: int = 4,
@@ -202,10 +202,17 @@ class DataLoader(Iterator[Any]):
         start_step: int = 0,
         gather_workers: int = 2,
         ragged: Literal["list", "packed"] = "list",
+        weights: Optional[Sequence[float]] = None,
+        schedule: Optional[Mapping[int, Sequence[float]]] = None,
+        modes: Optional[Sequence[int]] = None,
     ) -> None: ...
     @property
     def step(self) -> int:
         """The step the next batch is; pass it as ``start_step`` to resume."""
+    def state_dict(self) -> Dict[str, Any]:
+        """The checkpoint as plain data (picklable, JSON-able): step, seed, batch size, modes, mixture, stores."""
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Resume at the state's step; ``ValueError`` naming what differs for another run's state."""
     def __len__(self) -> int:
         """Always raises TypeError: the loader is endless."""
     def __iter__(self) -> "DataLoader": ...
@@ -214,6 +221,34 @@ class DataLoader(Iterator[Any]):
         """Stop every thread promptly. Idempotent, from any thread."""
     def __enter__(self) -> "DataLoader": ...
     def __exit__(self, exc_type: Any, exc_val: Any, exc_tb: Any) -> None: ...
+
+class Mixture(Iterator[Tuple[npt.NDArray[np.uint32], npt.NDArray[np.uint64]]]):
+    """Several sources mixed by weight: each step's ``(sources, indices)``,
+    a pure function of ``(seed, step, schedule)``."""
+
+    def __init__(
+        self,
+        lengths: Sequence[Union[int, Dense, Ragged, "Dataset"]],
+        weights: Sequence[float],
+        batch_size: int,
+        seed: int = 42,
+        modes: Optional[Sequence[int]] = None,
+        schedule: Optional[Mapping[int, Sequence[float]]] = None,
+        rank: int = 0,
+        world: int = 1,
+    ) -> None: ...
+    def next(self) -> Tuple[npt.NDArray[np.uint32], npt.NDArray[np.uint64]]:
+        """This rank's slice of the next step: source numbers and indices into each source."""
+    def seek(self, step: int) -> None:
+        """Reposition so the next draw is step ``step``'s."""
+    @property
+    def step(self) -> int:
+        """The step the next draw returns."""
+    @property
+    def drawn(self) -> List[int]:
+        """Records each source has drawn before ``step``."""
+    def __iter__(self) -> "Mixture": ...
+    def __next__(self) -> Tuple[npt.NDArray[np.uint32], npt.NDArray[np.uint64]]: ...
 
 _Column = Union[npt.NDArray[Any], Sequence[npt.NDArray[Any]]]
 _Data = Mapping[str, _Column]

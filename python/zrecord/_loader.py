@@ -1,12 +1,14 @@
 """``DataLoader``: loaderx 2.0.1's endless multi-stream loader on zrecord's
 prefetching Rust loader, delivering batches in step order."""
 
+import json
 import operator
 import os
 import threading
 
 from . import _native
 from ._errors import ZrecordError
+from ._mixture import _modes, _schedule, _weights, loader_sources
 from ._records import Dense, Ragged, _words_as
 
 __all__ = ["DataLoader"]
@@ -55,6 +57,14 @@ class DataLoader:
     * ``gather_workers``: native gather threads (default 2).
     * ``ragged``: ``"list"`` (default, as loaderx) or ``"packed"`` for
       ``(values, offsets, shapes)`` tuples (see ``Ragged.gather``).
+    * Mixtures: ``streams`` may be a list of such mappings (one per source,
+      the same names and dtypes in each) with ``weights=`` (one per source),
+      ``schedule=`` (``{step: weights}``) and ``modes=`` (one mode per
+      source; ``mode`` for all by default); each step's records come from
+      the sources as ``zrecord.Mixture`` draws them, and every batch holds
+      ``"_source"``, each record's source (``uint32``).
+    * ``state_dict()`` / ``load_state_dict(state)``: the checkpoint as plain
+      data (see ``state_dict``).
 
     ``close()`` (or leaving a ``with`` block) stops every thread promptly; a
     ``KeyboardInterrupt`` while waiting for a batch closes the loader and
@@ -65,10 +75,26 @@ class DataLoader:
 
     def __init__(self, streams, transform_workers=4, batch_size=256, prefetch_size=4,
                  mode=2, seed=42, transform=(lambda batch: batch), *, rank=0, world=1,
-                 start_step=0, gather_workers=2, ragged="list"):
+                 start_step=0, gather_workers=2, ragged="list", weights=None, schedule=None, modes=None):
         self._closed = True
-        self.streams = dict(streams)
-        invalid = [name for name, ds in self.streams.items()
+        mixed = isinstance(streams, (list, tuple))
+        if mixed:
+            names, per_source = loader_sources(streams)
+            self.streams = dict(zip(names, per_source[0]))
+            n = len(per_source)
+            if weights is None:
+                raise ValueError("a DataLoader over a list of sources needs weights=, one per source")
+            mix = {"more": [[ds._store for ds in src] for src in per_source[1:]],
+                   "weights": _weights(weights, n), "schedule": _schedule(schedule, n),
+                   "modes": _modes(modes, n, mode)}
+            readers = [ds for src in per_source for ds in src]
+        else:
+            if weights is not None or schedule is not None or modes is not None:
+                raise ValueError("weights, schedule and modes need a list of sources")
+            self.streams = dict(streams)
+            mix = {}
+            readers = list(self.streams.values())
+        invalid = [getattr(ds, "path", ds) for ds in readers
                    if (not isinstance(ds, (Dense, Ragged)) or ds._writable or
                        getattr(ds, "_store", None) is None)]
         if invalid:
@@ -81,17 +107,23 @@ class DataLoader:
         # The core checks the rest: at least one stream, equal and non-zero
         # lengths, and the sampler's arguments (batch_size, mode, seed, rank,
         # world, start_step); its errors are ValueErrors naming the argument.
-        self._native = _native.NativeLoader(
+        self._make_native = lambda step: _native.NativeLoader(
             [ds._store for ds in self.streams.values()], [str(name) for name in self.streams],
-            batch_size, mode, seed, rank, world, gather_workers, prefetch_size, start_step,
-            ragged == "packed",
+            batch_size, mode, seed, rank, world, gather_workers, prefetch_size, step,
+            ragged == "packed", **mix,
         )
+        self._native = self._make_native(start_step)
 
         self._names = list(self.streams)
         self._kinds = [(isinstance(ds, Dense), ds) for ds in self.streams.values()]
         self._transform = transform
         self._prefetch = prefetch_size
+        self._transform_workers = transform_workers
         self._pid = os.getpid()
+        self._start()
+
+    def _start(self):
+        """Start the transform threads over ``self._native``."""
         # The native loader hands out the gathered steps in order, but the
         # transform threads finish them in any order: each result (or a
         # _WorkerError) waits in `_done`, by step, until the consumer reaches
@@ -103,7 +135,7 @@ class DataLoader:
         self._closed = False
         self.threads = [
             threading.Thread(target=self._work, name=f"zrecord-transform-{k}", daemon=True)
-            for k in range(transform_workers)
+            for k in range(self._transform_workers)
         ]
         started = []
         try:
@@ -121,7 +153,27 @@ class DataLoader:
         checkpoint and pass it as ``start_step`` to resume there."""
         return self._next_step
 
-    def _convert(self, batches):
+    def state_dict(self):
+        """The checkpoint, as torchdata's ``StatefulDataLoader`` gives it:
+        plain data (it pickles and serialises as JSON) holding ``step`` (the
+        next batch ``next()`` returns: batches prefetched but not handed out
+        are not counted), ``seed``, ``batch_size``, ``modes``, the mixture's
+        ``schedule`` and every store's identity (path, length, stored
+        bytes). ``rank`` and ``world`` are not in it: resume on any world
+        size that divides the batch."""
+        return json.loads(self._native.state_json(self._next_step))
+
+    def load_state_dict(self, state):
+        """Resume at ``state``'s step (from ``state_dict``, here or in another
+        process). A state from another run is refused with a ``ValueError``
+        naming what differs: a source's length or stored bytes (the store
+        changed), the seed, the batch size or the mixture."""
+        step = self._native.check_state(json.dumps(state))
+        self.close()
+        self._native = self._make_native(step)
+        self._start()
+
+    def _convert(self, batches, sources=None):
         out = {}
         for name, (dense, ds), parts in zip(self._names, self._kinds, batches):
             if dense:
@@ -130,6 +182,8 @@ class DataLoader:
                 out[name] = _words_as(words, nbytes, ds.dtype, (n, *ds.item_shape))
             else:
                 out[name] = parts  # made by the native loader: a list, or (values, offsets, shapes)
+        if sources is not None:
+            out["_source"] = sources
         return out
 
     def _work(self):
@@ -150,9 +204,9 @@ class DataLoader:
                 return
             if got is None:
                 return
-            step, _indices, batches = got
+            step, _indices, batches, sources = got
             try:
-                result = self._transform(self._convert(batches))
+                result = self._transform(self._convert(batches, sources))
             except BaseException as exc:  # noqa: BLE001
                 self._fail(step, exc)
                 return

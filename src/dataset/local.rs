@@ -112,18 +112,16 @@ impl LocalColumn {
         Ok((split, stores, parallel))
     }
 
-    /// Fill `out`'s rows of `row` bytes with the records of `split`: each
-    /// shard's straight into its rows of the batch.
-    fn fill_rows(&self, split: Split, row: usize, out: &mut [u8]) -> Result<()> {
+    /// Fill `rows` (one row's bytes each, in gather order) with the
+    /// records of `split`: each shard's straight into its rows.
+    fn fill_rows(&self, split: Split, mut rows: Vec<&mut [u8]>) -> Result<()> {
         if split.is_one_group() {
             let g = &split.groups[0];
-            return self.shard(g.shard)?.gather_into(&g.local, out);
+            return self.shard(g.shard)?.gather_rows(&g.local, &mut rows);
         }
-        if row == 0 {
-            return Ok(());
-        }
-        let (split, stores, parallel) = self.prepare(split, out.len())?;
-        let mut slots: Vec<Option<&mut [u8]>> = out.chunks_mut(row).map(Some).collect();
+        let bytes = rows.iter().map(|r| r.len()).sum();
+        let (split, stores, parallel) = self.prepare(split, bytes)?;
+        let mut slots: Vec<Option<&mut [u8]>> = rows.into_iter().map(Some).collect();
         let parts = split.groups.iter().enumerate().map(|(g, group)| {
             let rows = group.positions.iter().map(|&p| slots[p].take().expect("each position once"));
             (g, rows.collect::<Vec<_>>())
@@ -171,7 +169,10 @@ impl Records for LocalColumn {
     fn gather_into(&self, indices: &[u64], out: &mut [u8]) -> Result<()> {
         let plan = GatherPlan::dense_into(&self.core, indices, out.len())?;
         let row = plan.row().expect("a Dense plan");
-        self.fill_rows(self.concat.split(indices)?, row, out)
+        if row == 0 {
+            return Ok(());
+        }
+        self.fill_rows(self.concat.split(indices)?, out.chunks_mut(row).collect())
     }
 
     fn gather_dense_batch(&self, indices: &[u64], batch: &mut DenseBatch) -> Result<()> {
@@ -185,7 +186,17 @@ impl Records for LocalColumn {
             return Ok(());
         }
         plan.size_dense(batch)?;
-        self.fill_rows(split, plan.row().expect("a Dense plan"), batch.data.as_mut_slice())
+        match plan.row().expect("a Dense plan") {
+            0 => Ok(()),
+            row => self.fill_rows(split, batch.data.as_mut_slice().chunks_mut(row).collect()),
+        }
+    }
+
+    fn gather_rows(&self, indices: &[u64], rows: &mut [&mut [u8]]) -> Result<()> {
+        let plan = GatherPlan::dense(&self.core, indices)?;
+        let row = plan.row().expect("a Dense plan");
+        crate::records::check_rows(self.core.info(), indices, rows, row)?;
+        self.fill_rows(self.concat.split(indices)?, rows.iter_mut().map(|r| &mut **r).collect())
     }
 
     fn gather_ragged_into(&self, indices: &[u64], batch: &mut RaggedBatch) -> Result<()> {

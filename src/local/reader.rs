@@ -684,12 +684,7 @@ impl Store {
     pub(crate) fn gather_rows(&self, indices: &[u64], rows: &mut [&mut [u8]]) -> Result<()> {
         let plan = GatherPlan::dense(&self.core, indices)?.checked(self.expected());
         let row = plan.row().expect("a Dense plan");
-        if rows.len() != indices.len() || rows.iter().any(|r| r.len() != row) {
-            return Err(Error::InvalidArgument {
-                store: self.info().name.clone(),
-                why: format!("{} rows given for {} records of {row} bytes", rows.len(), indices.len()),
-            });
-        }
+        crate::records::check_rows(self.core.info(), indices, rows, row)?;
         self.fill_rows(&self.access(&plan), &plan, rows)
     }
 
@@ -751,6 +746,10 @@ impl Records for Store {
     fn gather_into(&self, indices: &[u64], out: &mut [u8]) -> Result<()> {
         let plan = GatherPlan::dense_into(&self.core, indices, out.len())?.checked(self.expected());
         self.fill_dense(&self.access(&plan), &plan, out)
+    }
+
+    fn gather_rows(&self, indices: &[u64], rows: &mut [&mut [u8]]) -> Result<()> {
+        Store::gather_rows(self, indices, rows)
     }
 
     fn gather_dense_batch(&self, indices: &[u64], batch: &mut DenseBatch) -> Result<()> {

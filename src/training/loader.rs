@@ -34,14 +34,29 @@
 //! (room in the window), the consumer on another (its step is ready). An idle
 //! consumer or a full window costs no CPU.
 //!
+//! **Mixtures.** A loader built from several sources ([`LoaderBuilder::source`],
+//! each a mapping of the same stream names) draws `(source, index)` pairs
+//! from a [`Mixture`] instead; each stream gathers every source's records
+//! of the step (one gather per source) and puts them in the step's order.
+//!
+//! **State.** [`Loader::state_dict`] is the step the consumer receives next
+//! (prefetched steps are not consumed), the seed, the mixture and every
+//! store's identity; [`Loader::load_state_dict`] checks it against this
+//! loader and moves the loader there, dropping what was prefetched.
+//!
 //! **Shutdown.** [`Loader::close`] (also run on drop) sets a stop flag, wakes
 //! every waiter and joins every worker. A worker notices the flag when it next
 //! waits or deposits, so `close` returns after at most the step each worker is
 //! working on; nothing keeps a worker blocked.
 
+use crate::dataset::concat::{assemble_ragged, Group, Split};
 use crate::format::batch::{Batch, DenseBatch, RaggedBatch};
+use crate::format::Codec;
+use crate::local::work;
 use crate::records::Records;
+use crate::training::mixture::Mixture;
 use crate::training::sampler::{Mode, Sampler};
+use crate::training::state::{LoaderState, StreamId, STATE_FORMAT};
 use crate::{Error, Result};
 use std::cell::Cell;
 use std::collections::VecDeque;
@@ -74,8 +89,10 @@ type TransformFn<T> = dyn Fn(Gathered) -> Result<T> + Send + Sync;
 pub struct Gathered {
     step: u64,
     indices: Vec<u64>,
+    sources: Vec<u32>,
     names: Arc<[String]>,
     batches: Vec<Batch>,
+    parts: Parts,
     pool: Weak<Pool>,
 }
 
@@ -84,9 +101,14 @@ impl Gathered {
     pub fn step(&self) -> u64 {
         self.step
     }
-    /// The record indices, shared by every stream.
+    /// The record indices, shared by every stream (in a mixture, indices
+    /// into each record's own source).
     pub fn indices(&self) -> &[u64] {
         &self.indices
+    }
+    /// In a mixture, the source of each record; empty otherwise.
+    pub fn sources(&self) -> &[u32] {
+        &self.sources
     }
     /// Records per stream.
     pub fn len(&self) -> usize {
@@ -140,7 +162,9 @@ impl Drop for Gathered {
         if let Some(pool) = self.pool.upgrade() {
             pool.put(Buffers {
                 indices: std::mem::take(&mut self.indices),
+                sources: std::mem::take(&mut self.sources),
                 batches: std::mem::take(&mut self.batches),
+                parts: std::mem::take(&mut self.parts),
             });
         }
     }
@@ -160,7 +184,16 @@ impl fmt::Debug for Gathered {
 /// The reusable memory of one step.
 struct Buffers {
     indices: Vec<u64>,
+    sources: Vec<u32>,
     batches: Vec<Batch>,
+    parts: Parts,
+}
+
+/// A mixture's per-source Ragged batches of one stream, before they are
+/// put in the step's order (reused stream after stream).
+#[derive(Default)]
+struct Parts {
+    ragged: Vec<RaggedBatch>,
 }
 
 /// Buffers returned by dropped [`Gathered`] values, waiting for the next claim.
@@ -179,7 +212,8 @@ impl Pool {
         }
         self.allocated.fetch_add(1, Ordering::Relaxed);
         // The first gather turns each placeholder into the stream's kind of batch.
-        Buffers { indices: Vec::new(), batches: vec![Batch::Ragged(RaggedBatch::default()); self.streams] }
+        let batches = vec![Batch::Ragged(RaggedBatch::default()); self.streams];
+        Buffers { indices: Vec::new(), sources: Vec::new(), batches, parts: Parts::default() }
     }
     fn put(&self, b: Buffers) {
         let mut free = lock(&self.free);
@@ -203,15 +237,20 @@ struct Shared<T> {
     /// The consumer waits here for the front slot (or for all workers gone).
     ready: Condvar,
     names: Arc<[String]>,
-    stores: Vec<Arc<dyn Records>>,
+    /// `sources[s][i]`: stream `i` of source `s` (one source unless mixed).
+    sources: Vec<Vec<Arc<dyn Records>>>,
     transform: Arc<TransformFn<T>>,
     pool: Arc<Pool>,
     prefetch: u64,
+    /// This loader's state at step 0.
+    identity: LoaderState,
 }
 
 struct State<T> {
     /// Draws the indices; its `step()` is the next step to claim.
-    sampler: Sampler,
+    draw: Draw,
+    /// Bumped by every seek: a step claimed before it is dropped.
+    generation: u64,
     /// The step the consumer receives next; `slots[i]` holds step `delivered + i`.
     delivered: u64,
     /// Always `prefetch` long; `None` until the step's worker deposits it.
@@ -236,15 +275,25 @@ impl<T> Shared<T> {
         let mut gathered = Gathered {
             step,
             indices: buffers.indices,
+            sources: buffers.sources,
             names: Arc::clone(&self.names),
             batches: buffers.batches,
+            parts: buffers.parts,
             pool: Arc::downgrade(&self.pool),
         };
-        for (i, store) in self.stores.iter().enumerate() {
+        let split = (self.sources.len() > 1).then(|| by_source(&gathered.sources, &gathered.indices));
+        for i in 0..self.names.len() {
             stage.set(Some(i));
-            store
-                .gather_batch_into(&gathered.indices, &mut gathered.batches[i])
-                .map_err(|e| Error::Loader { stream: self.names[i].clone(), step, source: Box::new(e) })?;
+            let g = &mut gathered;
+            match &split {
+                None => self.sources[0][i].gather_batch_into(&g.indices, &mut g.batches[i]),
+                Some(split) => gather_mixed(&self.sources, i, split, &mut g.batches[i], &mut g.parts),
+            }
+            .map_err(|e| Error::Loader {
+                stream: self.names[i].clone(),
+                step,
+                source: Box::new(e),
+            })?;
         }
         stage.set(None);
         (self.transform)(gathered).map_err(|e| Error::Loader {
@@ -256,6 +305,131 @@ impl<T> Shared<T> {
 
     fn stream_name(&self, stage: Option<usize>) -> String {
         stage.map_or_else(|| TRANSFORM_STREAM.to_string(), |i| self.names[i].clone())
+    }
+}
+
+/// What draws each step's indices: loaderx's sampler over one source, or a
+/// mixture over several.
+#[derive(Clone, Debug)]
+enum Draw {
+    One(Sampler),
+    Mix(Mixture),
+}
+
+impl Draw {
+    fn step(&self) -> u64 {
+        match self {
+            Draw::One(s) => s.step(),
+            Draw::Mix(m) => m.step(),
+        }
+    }
+
+    fn seek(&mut self, step: u64) {
+        match self {
+            Draw::One(s) => s.seek(step),
+            Draw::Mix(m) => m.seek(step),
+        }
+    }
+
+    fn fill(&mut self, b: &mut Buffers) -> Result<()> {
+        match self {
+            Draw::One(s) => {
+                b.sources.clear();
+                s.try_fill_next(&mut b.indices)
+            }
+            Draw::Mix(m) => m.fill_next(&mut b.sources, &mut b.indices),
+        }
+    }
+}
+
+/// A mixed step's records grouped by source (the dataset's plan for shards).
+fn by_source(sources: &[u32], indices: &[u64]) -> Split {
+    let mut groups: Vec<Group> = Vec::new();
+    let mut slot: Vec<usize> = Vec::new(); // source -> group + 1
+    for (p, (&s, &i)) in sources.iter().zip(indices).enumerate() {
+        let s = s as usize;
+        if slot.len() <= s {
+            slot.resize(s + 1, 0);
+        }
+        if slot[s] == 0 {
+            groups.push(Group { shard: s, ..Group::default() });
+            slot[s] = groups.len();
+        }
+        let g = &mut groups[slot[s] - 1];
+        g.local.push(i);
+        g.positions.push(p);
+    }
+    Split { groups, len: indices.len() }
+}
+
+/// Gather stream `i` of a mixed step: each source's records, then put in
+/// the step's order (one source: straight into `out`).
+fn gather_mixed(
+    sources: &[Vec<Arc<dyn Records>>],
+    i: usize,
+    split: &Split,
+    out: &mut Batch,
+    parts: &mut Parts,
+) -> Result<()> {
+    let store = |g: &Group| &sources[g.shard][i];
+    let Some(first) = split.groups.first().map(store) else {
+        return sources[0][i].gather_batch_into(&[], out);
+    };
+    if split.is_one_group() {
+        return first.gather_batch_into(&split.groups[0].local, out);
+    }
+    let n = split.groups.len();
+    out.fit(first.info());
+    match out {
+        Batch::Dense(batch) => {
+            // Each source's rows straight into their places: no copy.
+            let row = first.info().row_bytes().unwrap_or(0) as usize;
+            // Sized as a one-store gather sizes it.
+            let bytes = split.len.saturating_mul(row);
+            batch
+                .data
+                .resize(bytes)
+                .map_err(|e| e.error(&first.info().name, format!("a mixed batch of {bytes} bytes")))?;
+            batch.shape.clear();
+            batch.shape.push(split.len as u64);
+            batch.shape.extend_from_slice(first.item_shape().unwrap_or(&[]));
+            batch.dtype.clone_from(first.dtype());
+            if row == 0 {
+                return Ok(());
+            }
+            let mut slots: Vec<Option<&mut [u8]>> =
+                batch.data.as_mut_slice().chunks_mut(row).map(Some).collect();
+            let groups: Vec<(&Group, Vec<&mut [u8]>)> = split
+                .groups
+                .iter()
+                .map(|g| (g, g.positions.iter().filter_map(|&p| slots[p].take()).collect()))
+                .collect();
+            each_source(first, groups.into_iter(), |(g, mut rows)| {
+                store(g).gather_rows(&g.local, &mut rows)
+            })?;
+        }
+        Batch::Ragged(batch) => {
+            parts.ragged.resize_with(n, RaggedBatch::default);
+            let groups = split.groups.iter().zip(&mut parts.ragged);
+            each_source(first, groups, |(g, part)| store(g).gather_ragged_into(&g.local, part))?;
+            assemble_ragged(&first.info().name, split, &parts.ragged[..n], first.dtype().alignment(), batch)?;
+        }
+    }
+    Ok(())
+}
+
+/// Run `gather` for each source's group: compressed sources side by side on
+/// the shared pool (as a dataset's shards), raw ones in turn (copies that
+/// one thread keeps up with, where waking the pool costs more than it saves).
+fn each_source<T: Send>(
+    first: &Arc<dyn Records>,
+    mut groups: impl Iterator<Item = T> + Send,
+    gather: impl Fn(T) -> Result<()> + Sync,
+) -> Result<()> {
+    if first.codec() == Codec::Raw {
+        groups.try_for_each(gather)
+    } else {
+        work::share(groups, gather)
     }
 }
 
@@ -273,38 +447,37 @@ impl<T> Drop for LiveGuard<'_, T> {
 fn worker<T>(shared: &Shared<T>) {
     let _live = LiveGuard(shared);
     loop {
-        let (step, buffers) = {
+        let (step, generation, buffers, drawn) = {
             let mut st = shared.lock();
             loop {
                 if st.stop || st.failed {
                     return;
                 }
-                if st.sampler.step().wrapping_sub(st.delivered) < shared.prefetch {
+                if st.draw.step().wrapping_sub(st.delivered) < shared.prefetch {
                     break;
                 }
                 st = shared.room.wait(st).unwrap_or_else(PoisonError::into_inner);
             }
             let mut buffers = shared.pool.take();
-            let step = st.sampler.step();
-            let drawn = st.sampler.try_fill_next(&mut buffers.indices);
+            let step = st.draw.step();
+            let drawn = st.draw.fill(&mut buffers);
             // The stream did not advance: no other worker may claim this step.
             st.failed |= drawn.is_err();
-            (step, drawn.map(|()| buffers))
+            (step, st.generation, buffers, drawn)
         };
         let stage = Cell::new(None);
-        let result = catch_unwind(AssertUnwindSafe(|| {
-            let buffers =
-                buffers.map_err(|e| Error::Loader { stream: "sampler".into(), step, source: Box::new(e) })?;
+        let produce = || {
+            drawn.map_err(|e| Error::Loader { stream: "sampler".into(), step, source: Box::new(e) })?;
             shared.produce(step, buffers, &stage)
-        }))
-        .unwrap_or_else(|panic| {
+        };
+        let result = catch_unwind(AssertUnwindSafe(produce)).unwrap_or_else(|panic| {
             let stream = shared.stream_name(stage.get());
             Err(Error::Loader { stream, step, source: Box::new(panicked(panic.as_ref())) })
         });
         let mut st = shared.lock();
-        if st.stop {
+        if st.stop || st.generation != generation {
             drop(st);
-            return; // `result` is dropped after the lock is released.
+            continue; // a stopped loader's worker exits at the top; `result` is dropped unlocked.
         }
         let failed = result.is_err();
         let at = step.wrapping_sub(st.delivered) as usize;
@@ -409,6 +582,7 @@ impl Loader {
             workers: 2,
             prefetch: None,
             seek: 0,
+            mix: Mix::default(),
             transform: Arc::new(Ok),
         }
     }
@@ -436,7 +610,57 @@ impl<T> Loader<T> {
         self.step
     }
 
-    /// Records in each stream.
+    /// The state to checkpoint: [`Loader::step`] (steps prefetched but not
+    /// yet handed out are not consumed), the seed, the mixture and every
+    /// store's identity. Plain data; see [`LoaderState`].
+    pub fn state_dict(&self) -> LoaderState {
+        self.state_at(self.step)
+    }
+
+    /// [`Loader::state_dict`] as if the consumer were at `step` (for a
+    /// caller that holds delivered steps of its own, such as a transform
+    /// queue).
+    pub fn state_at(&self, step: u64) -> LoaderState {
+        LoaderState { step, ..self.shared.identity.clone() }
+    }
+
+    /// Checks `state` against this loader and moves it to the state's step,
+    /// dropping whatever was prefetched.
+    ///
+    /// # Errors
+    /// [`Error::StateMismatch`] naming what differs (a source's length or
+    /// stored bytes, the seed, the batch size, the mixture);
+    /// [`Error::Cancelled`] for a closed or failed loader.
+    pub fn load_state_dict(&mut self, state: &LoaderState) -> Result<()> {
+        self.shared.identity.check(state)?;
+        self.seek(state.step)
+    }
+
+    /// Moves the loader so the next step delivered is `step`, dropping
+    /// whatever was prefetched.
+    ///
+    /// # Errors
+    /// [`Error::Cancelled`] for a closed loader, or one whose workers met a
+    /// failure (build a new one).
+    pub fn seek(&mut self, step: u64) -> Result<()> {
+        let pending = {
+            let mut st = self.shared.lock();
+            if self.finished || st.stop || st.failed {
+                return Err(Error::Cancelled);
+            }
+            st.generation = st.generation.wrapping_add(1);
+            st.draw.seek(step);
+            st.delivered = step;
+            let n = st.slots.len();
+            std::mem::replace(&mut st.slots, (0..n).map(|_| None).collect())
+        };
+        self.step = step;
+        self.shared.room.notify_all();
+        drop(pending); // outside the lock: dropping a Gathered takes the pool lock
+        Ok(())
+    }
+
+    /// Records in each stream (in a mixture, in all sources together).
     pub fn len(&self) -> u64 {
         self.len
     }
@@ -645,7 +869,17 @@ pub struct LoaderBuilder<T = Gathered> {
     workers: usize,
     prefetch: Option<usize>,
     seek: u64,
+    mix: Mix,
     transform: Arc<TransformFn<T>>,
+}
+
+/// A mixture's settings in the builder.
+#[derive(Default)]
+struct Mix {
+    sources: Vec<Vec<(String, Arc<dyn Records>)>>,
+    weights: Option<Vec<f64>>,
+    schedule: Vec<(u64, Vec<f64>)>,
+    modes: Option<Vec<Mode>>,
 }
 
 impl<T: Send + 'static> LoaderBuilder<T> {
@@ -654,6 +888,32 @@ impl<T: Send + 'static> LoaderBuilder<T> {
     /// of records.
     pub fn stream(mut self, name: impl Into<String>, store: impl IntoStream) -> Self {
         self.streams.push((name.into(), store.into_stream()));
+        self
+    }
+    /// Adds a source of a mixture: its streams, by the same names (and of
+    /// the same dtypes and shapes) in every source. Use with
+    /// [`LoaderBuilder::weights`] instead of [`LoaderBuilder::stream`];
+    /// each step then draws its records from the sources by a [`Mixture`].
+    pub fn source<N: Into<String>, S: IntoStream>(
+        mut self,
+        streams: impl IntoIterator<Item = (N, S)>,
+    ) -> Self {
+        self.mix.sources.push(streams.into_iter().map(|(n, s)| (n.into(), s.into_stream())).collect());
+        self
+    }
+    /// The sources' weights (required with [`LoaderBuilder::source`]).
+    pub fn weights(mut self, weights: &[f64]) -> Self {
+        self.mix.weights = Some(weights.to_vec());
+        self
+    }
+    /// From `step` on, mix the sources by `weights` (see [`Mixture::schedule`]).
+    pub fn schedule(mut self, step: u64, weights: &[f64]) -> Self {
+        self.mix.schedule.push((step, weights.to_vec()));
+        self
+    }
+    /// Each source's sampling mode (default: [`LoaderBuilder::mode`] for all).
+    pub fn modes(mut self, modes: &[Mode]) -> Self {
+        self.mix.modes = Some(modes.to_vec());
         self
     }
     /// Global batch size (required).
@@ -710,6 +970,7 @@ impl<T: Send + 'static> LoaderBuilder<T> {
             workers: self.workers,
             prefetch: self.prefetch,
             seek: self.seek,
+            mix: self.mix,
             transform: Arc::new(f),
         }
     }
@@ -718,32 +979,73 @@ impl<T: Send + 'static> LoaderBuilder<T> {
     ///
     /// # Errors
     /// [`Error::Config`] for no streams, a repeated or reserved stream name,
-    /// streams of different lengths (each length is named), a missing or zero
-    /// batch size, zero workers or prefetch, or a bad shard; [`Error::Io`] if
-    /// a thread cannot be spawned.
+    /// streams of different lengths (each length is named), sources whose
+    /// streams differ in names, dtypes or shapes, both streams and sources,
+    /// a mixture without weights or with bad ones, a missing or zero
+    /// batch size, zero workers or prefetch, or a bad shard;
+    /// [`Error::WorldSize`] for a mixture's world that does not divide its
+    /// batch; [`Error::Io`] if a thread cannot be spawned.
     pub fn build(self) -> Result<Loader<T>> {
         let config = |why: String| Err(Error::Config(why));
-        if self.streams.is_empty() {
+        let mixed = !self.mix.sources.is_empty();
+        if mixed && !self.streams.is_empty() {
+            return config("a loader takes streams or mixture sources, not both".into());
+        }
+        let sources = if mixed { self.mix.sources } else { vec![self.streams] };
+        let first = &sources[0];
+        if first.is_empty() {
             return config("a loader needs at least one stream".into());
         }
-        for (k, (name, _)) in self.streams.iter().enumerate() {
+        for (k, (name, _)) in first.iter().enumerate() {
             if name == TRANSFORM_STREAM {
                 return config(format!("stream name {name:?} is reserved for transform errors"));
             }
-            if self.streams[..k].iter().any(|(other, _)| other == name) {
+            if first[..k].iter().any(|(other, _)| other == name) {
                 return config(format!("stream {name:?} is added twice"));
             }
         }
-        let len = self.streams[0].1.len();
-        if self.streams.iter().any(|(_, s)| s.len() != len) {
-            let lengths: Vec<String> =
-                self.streams.iter().map(|(n, s)| format!("{n:?} has {} records", s.len())).collect();
-            return config(format!("loader streams differ in length: {}", lengths.join(", ")));
+        let names: Vec<String> = first.iter().map(|(n, _)| n.clone()).collect();
+        let mut stores: Vec<Vec<Arc<dyn Records>>> = Vec::with_capacity(sources.len());
+        let mut lengths = Vec::with_capacity(sources.len());
+        for (k, source) in sources.iter().enumerate() {
+            if source.len() != first.len() {
+                return config(format!(
+                    "mixture source {k} has streams {:?}, source 0 has {names:?}",
+                    source.iter().map(|(n, _)| n).collect::<Vec<_>>()
+                ));
+            }
+            let mut row = Vec::with_capacity(first.len());
+            for (name, model) in first {
+                let Some((_, store)) = source.iter().find(|(n, _)| n == name) else {
+                    return config(format!(
+                        "mixture source {k} has no stream {name:?} (each needs {names:?})"
+                    ));
+                };
+                if store.dtype() != model.dtype() || store.geometry() != model.geometry() {
+                    return config(format!(
+                        "mixture source {k} stream {name:?} holds {} {:?}, source 0's holds {} {:?}",
+                        store.dtype(),
+                        store.geometry(),
+                        model.dtype(),
+                        model.geometry()
+                    ));
+                }
+                row.push(Arc::clone(store));
+            }
+            let len = row[0].len();
+            if row.iter().any(|s| s.len() != len) {
+                let lengths: Vec<String> =
+                    names.iter().zip(&row).map(|(n, s)| format!("{n:?} has {} records", s.len())).collect();
+                let whose = if mixed { format!("mixture source {k}: ") } else { String::new() };
+                return config(format!("{whose}loader streams differ in length: {}", lengths.join(", ")));
+            }
+            lengths.push(len);
+            stores.push(row);
         }
-        if len == 0 {
-            let names: Vec<&str> = self.streams.iter().map(|(n, _)| n.as_str()).collect();
+        if let Some(k) = lengths.iter().position(|&l| l == 0) {
+            let whose = if mixed { format!("mixture source {k}: ") } else { String::new() };
             return config(format!(
-                "the store is empty: loader streams {names:?} have length 0, nothing to sample"
+                "{whose}the store is empty: loader streams {names:?} have length 0, nothing to sample"
             ));
         }
         let Some(batch_size) = self.batch_size else {
@@ -757,11 +1059,53 @@ impl<T: Send + 'static> LoaderBuilder<T> {
             return config("loader prefetch must be at least 1 (got 0)".into());
         }
         let (rank, world) = self.shard;
-        let mut sampler = Sampler::new(len, batch_size, self.mode, self.seed)?.shard(rank, world)?;
-        sampler.seek(self.seek);
-        let batch_len = sampler.batch_len();
-        let (names, stores): (Vec<String>, Vec<Arc<dyn Records>>) = self.streams.into_iter().unzip();
-        let streams = stores.len();
+        let (mut draw, modes, schedule) = if mixed {
+            let Some(weights) = self.mix.weights else {
+                return config("a mixture loader needs weights, one per source".into());
+            };
+            let modes = self.mix.modes.unwrap_or_else(|| vec![self.mode; sources.len()]);
+            let mut m = Mixture::new(&lengths, &weights, batch_size, self.seed)?.modes(&modes)?;
+            for (step, w) in &self.mix.schedule {
+                m = m.schedule(*step, w)?;
+            }
+            let schedule = m.segments().map(|(step, w, _)| (step, w.to_vec())).collect();
+            (Draw::Mix(m.shard(rank, world)?), modes, schedule)
+        } else {
+            if self.mix.weights.is_some() || !self.mix.schedule.is_empty() || self.mix.modes.is_some() {
+                return config(
+                    "weights, schedule and modes are for mixture sources (LoaderBuilder::source)".into(),
+                );
+            }
+            let sampler = Sampler::new(lengths[0], batch_size, self.mode, self.seed)?.shard(rank, world)?;
+            (Draw::One(sampler), vec![self.mode], Vec::new())
+        };
+        draw.seek(self.seek);
+        let batch_len = match &draw {
+            Draw::One(s) => s.batch_len(),
+            Draw::Mix(m) => m.batch_len(),
+        };
+        let identity = LoaderState {
+            format: STATE_FORMAT.into(),
+            step: 0,
+            seed: self.seed,
+            batch_size,
+            modes: modes.iter().map(|m| m.as_str().to_string()).collect(),
+            schedule,
+            sources: stores
+                .iter()
+                .map(|row| {
+                    let id = |(name, s): (&String, &Arc<dyn Records>)| StreamId {
+                        name: name.clone(),
+                        store: s.name().to_string(),
+                        length: s.len(),
+                        stored_bytes: s.stored_bytes(),
+                    };
+                    names.iter().zip(row).map(id).collect()
+                })
+                .collect(),
+        };
+        let len = lengths.iter().fold(0u64, |a, &b| a.saturating_add(b));
+        let streams = names.len();
         // Caller-sized: refused as an error, never an abort.
         let mut slots = VecDeque::new();
         slots.try_reserve_exact(prefetch).map_err(|_| Error::OutOfMemory {
@@ -772,7 +1116,8 @@ impl<T: Send + 'static> LoaderBuilder<T> {
         slots.extend((0..prefetch).map(|_| None));
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
-                sampler,
+                draw,
+                generation: 0,
                 delivered: self.seek,
                 slots,
                 stop: false,
@@ -782,7 +1127,7 @@ impl<T: Send + 'static> LoaderBuilder<T> {
             room: Condvar::new(),
             ready: Condvar::new(),
             names: names.into(),
-            stores,
+            sources: stores,
             transform: self.transform,
             pool: Arc::new(Pool {
                 free: Mutex::new(Vec::new()),
@@ -791,6 +1136,7 @@ impl<T: Send + 'static> LoaderBuilder<T> {
                 allocated: AtomicUsize::new(0),
             }),
             prefetch: prefetch as u64,
+            identity,
         });
         let mut loader = Loader {
             shared,

@@ -153,7 +153,7 @@ impl Sfc64 {
 
 /// splitmix64's finaliser over `seed ^ v·φ ^ r·c`: a cheap keyed hash of `(v, r)`.
 #[inline]
-fn mix(seed: u64, v: u64, r: u64) -> u64 {
+pub(crate) fn mix(seed: u64, v: u64, r: u64) -> u64 {
     finalize(seed ^ v.wrapping_mul(MIX_VALUE) ^ r.wrapping_mul(MIX_ROUND))
 }
 
