@@ -2,13 +2,12 @@
 prefetching Rust loader, delivering batches in step order."""
 
 import json
-import operator
 import os
 import threading
 
 from . import _native
 from ._errors import ZrecordError
-from ._mixture import _modes, _schedule, _weights, loader_sources
+from ._mixture import _integer, _modes, _schedule, _weights, loader_sources
 from ._records import Dense, Ragged, _words_as
 
 __all__ = ["DataLoader"]
@@ -21,12 +20,7 @@ class _WorkerError:
 
 
 def _positive_int(value, name):
-    if isinstance(value, bool):
-        raise TypeError(f"{name} must be an integer")
-    try:
-        value = operator.index(value)
-    except TypeError:
-        raise TypeError(f"{name} must be an integer") from None
+    value = _integer(value, name)
     if value < 1:
         raise ValueError(f"{name} must be positive")
     return value

@@ -13,13 +13,18 @@ _U64_MAX = (1 << 64) - 1
 _CYCLIC = 2
 
 
-def _u64(value, name):
+def _integer(value, name):
+    """``value`` as a Python int (not a bool): ``TypeError`` naming it otherwise."""
     if isinstance(value, bool):
         raise TypeError(f"{name} must be an integer")
     try:
-        value = operator.index(value)
+        return operator.index(value)
     except TypeError:
         raise TypeError(f"{name} must be an integer") from None
+
+
+def _u64(value, name):
+    value = _integer(value, name)
     if not 0 <= value <= _U64_MAX:
         raise ValueError(f"{name} must be in 0..2^64-1 (got {value})")
     return value
