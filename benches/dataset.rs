@@ -9,6 +9,7 @@
 //! cargo test --release --bench dataset -- --quick  # smoke run
 //! cargo bench --bench dataset -- --local           # local rows only
 //! cargo bench --bench dataset -- --local ragged     # workloads named so
+//! RAYON_NUM_THREADS=1 cargo bench --bench dataset -- --local --cpu  # CPU time per record
 //! ```
 //!
 //! Rows alternate one store and the dataset batch by batch, so drift on
@@ -77,9 +78,9 @@ fn race(a: &dyn Records, b: &dyn Records, batches: &[Vec<u64>]) -> (f64, f64) {
             ((b, &mut out.1, &mut tb), (a, &mut out.0, &mut ta))
         };
         for (r, o, t) in [first, second] {
-            let t0 = Instant::now();
+            let t0 = clock();
             r.gather_batch_into(batch, o).expect("gather");
-            *t += t0.elapsed();
+            *t += clock() - t0;
         }
         if k == 0 {
             for (k, i) in batch.iter().enumerate() {
@@ -91,10 +92,29 @@ fn race(a: &dyn Records, b: &dyn Records, batches: &[Vec<u64>]) -> (f64, f64) {
     (records / ta.as_secs_f64(), records / tb.as_secs_f64())
 }
 
+/// Whether `race` times the calling thread's CPU instead of the wall clock
+/// (`--cpu`, meant with `RAYON_NUM_THREADS=1`: all of a gather's work on
+/// that thread, its cost measured apart from what else the machine runs).
+static CPU_CLOCK: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Now, on the clock `race` uses.
+fn clock() -> Duration {
+    if !CPU_CLOCK.load(std::sync::atomic::Ordering::Relaxed) {
+        return START.elapsed();
+    }
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes the timespec it is given.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+static START: std::sync::LazyLock<Instant> = std::sync::LazyLock::new(Instant::now);
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let quick = args.iter().any(|a| a == "--quick");
     let local_only = args.iter().any(|a| a == "--local");
+    CPU_CLOCK.store(args.iter().any(|a| a == "--cpu"), std::sync::atomic::Ordering::Relaxed);
     let only: Vec<&String> = args[1..].iter().filter(|a| !a.starts_with("--")).collect();
     if !quick && !args.iter().any(|a| a == "--bench") {
         return;

@@ -108,6 +108,11 @@ impl LocalColumn {
         let most = split.len.div_ceil(4 * work::threads());
         let split = split.chunked(most);
         let stores = split.groups.iter().map(|g| self.shard(g.shard)).collect::<Result<Vec<Arc<Store>>>>()?;
+        for stored in [false, true] {
+            for (g, store) in split.groups.iter().zip(&stores) {
+                store.prefetch(&g.local, stored);
+            }
+        }
         let parallel = stores.first().is_some_and(|s| s.parallel(bytes, split.len));
         Ok((split, stores, parallel))
     }

@@ -675,6 +675,23 @@ impl Store {
         work::share(parts, task)
     }
 
+    /// Ask the CPU, without waiting, for what a gather of `indices` reads
+    /// first: their location entries (`stored == false`), or, once those
+    /// are near, the first bytes of their records (`stored`). A dataset
+    /// takes a few records from each of many shards: each shard's gather is
+    /// too short for its own prefetches to run ahead of its reads, so the
+    /// dataset asks for every shard's first, level by level.
+    pub(crate) fn prefetch(&self, indices: &[u64], stored: bool) {
+        let mem = self.in_memory();
+        let (Some(table), Some(data)) = (mem.table, mem.data) else { return };
+        for &i in indices {
+            match stored {
+                false => sys::prefetch(table_entry(table, i)),
+                true => sys::prefetch(stored_head(data, &RecordLoc::from_table(table, i as usize))),
+            }
+        }
+    }
+
     /// Gather Dense records `indices` into `rows` (one row's bytes each, in
     /// the gather's order): a dataset's column gathers each shard's rows of
     /// a batch straight into their places.
