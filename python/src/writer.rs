@@ -49,6 +49,10 @@ pub struct NativeWriter {
     row: Option<usize>,
     name: String,
     pid: u32,
+    /// Held through a whole append, so appends from several threads do not
+    /// interleave, while the writer itself is locked one round at a time
+    /// (a progress callback may read the store between rounds).
+    appending: Mutex<()>,
 }
 
 /// What a [`NativeWriter`] appends to.
@@ -138,7 +142,13 @@ impl NativeWriter {
         item_shape: Option<&[u64]>,
     ) -> Self {
         let row = item_shape.map(|shape| row_bytes(itemsize, shape));
-        NativeWriter { target: Target::Column(shard, name.clone()), row, name, pid: std::process::id() }
+        NativeWriter {
+            target: Target::Column(shard, name.clone()),
+            row,
+            name,
+            pid: std::process::id(),
+            appending: Mutex::new(()),
+        }
     }
 
     /// Run `f` on the open writer, refusing a closed one and a forked child.
@@ -172,9 +182,9 @@ impl NativeWriter {
     /// until this returns) in `rounds` (ranges of spans): copy a round's
     /// spans, back to back, into a buffer of ours while the GIL is held
     /// (`ends[k]`: where span `k` of the round ends), then `write` the buffer
-    /// without the GIL. The writer stays locked across the rounds, so appends
-    /// from several threads do not interleave; other Python threads run
-    /// between rounds. So the records written are the arrays' bytes as they
+    /// without the GIL. Appends from several threads do not interleave (one
+    /// waits for the other's rounds); other Python threads run between
+    /// rounds, and may read the store then. So the records written are the arrays' bytes as they
     /// were when their round was copied (a record is copied at one moment).
     ///
     /// `progress(n)` is called with the GIL after each round, `n` the
@@ -198,27 +208,38 @@ impl NativeWriter {
         if let Some(first) = rounds.first() {
             copy_round(py, &spans[first.clone()], buf, &mut ends);
         }
-        let mut raised = None;
-        let result = self.with(py, |w| {
-            for (k, round) in rounds.iter().enumerate() {
-                if k > 0 {
-                    Python::attach(|gil| copy_round(gil, &spans[round.clone()], buf, &mut ends));
-                }
-                write(w, round.clone(), &buf[..bytes(round)], &ends)?;
-                if let Some((report, records)) = &progress {
-                    if let Err(e) = Python::attach(|gil| report.call1(gil, (records(round),))) {
-                        raised = Some(e);
-                        return Err(zrecord::Error::Cancelled);
-                    }
+        // The writer's lock is held for each round's write alone: the
+        // callback may use the store (`len(ds)`) without deadlocking on it.
+        // Another thread's append waits for the whole of this one (without
+        // the GIL, which this one needs between rounds).
+        let _appending = loop {
+            match self.appending.try_lock() {
+                Ok(guard) => break guard,
+                Err(std::sync::TryLockError::Poisoned(p)) => break p.into_inner(),
+                Err(std::sync::TryLockError::WouldBlock) => {
+                    py.detach(|| std::thread::sleep(std::time::Duration::from_micros(200)))
                 }
             }
-            Ok(())
-        });
-        crate::pool::give(words);
-        match raised {
-            Some(e) => Err(e),
-            None => result,
+        };
+        let mut result = Ok(());
+        for (k, round) in rounds.iter().enumerate() {
+            if k > 0 {
+                copy_round(py, &spans[round.clone()], buf, &mut ends);
+            }
+            let (written, ends) = (&buf[..bytes(round)], &ends);
+            result = self.with(py, |w| write(w, round.clone(), written, ends));
+            if result.is_err() {
+                break;
+            }
+            if let Some((report, records)) = &progress {
+                if let Err(e) = report.call1(py, (records(round),)) {
+                    result = Err(e);
+                    break;
+                }
+            }
         }
+        crate::pool::give(words);
+        result
     }
 }
 
@@ -269,6 +290,7 @@ impl NativeWriter {
             row,
             name: path,
             pid: std::process::id(),
+            appending: Mutex::new(()),
         })
     }
 

@@ -31,6 +31,18 @@ def test_appends_report_to_a_callback(tmp_path):
     assert calls[0] == (0, len(recs)) and calls[-1] == (len(recs), len(recs)) and len(calls) >= 3
 
 
+def test_a_callback_may_read_the_store_it_reports_on(tmp_path):
+    """The writer is not locked while the callback runs: len(w) there reads
+    the records written so far instead of deadlocking on the writer."""
+    seen = []
+    w = Dense.create(tmp_path / "d", np.uint8, (4096,), codec="raw",
+                     progress=lambda done, total, what: seen.append((done, len(w))))
+    w.append(ROWS)
+    w.close()
+    assert seen[-1] == (len(ROWS), len(ROWS)), seen
+    assert all(n >= done for done, n in seen), seen
+
+
 def test_a_callback_that_raises_stops_the_append(tmp_path):
     def stop(done, total, what):
         if done:
