@@ -120,8 +120,9 @@ def write_shard(uri, data, *, codec="zstd", codecs=None, dictionaries=None):
     invisible until ``commit`` names it. ``codec`` is every column's codec
     (``"raw"`` or ``"zstd"``), ``codecs`` a dict overriding it per column.
     ``dictionaries`` maps a column to a dictionary from ``train_dict``: that
-    column is ``zstd_dict``, and every shard given the same bytes shares
-    them (a commit refuses shards of one column with different ones).
+    column is ``zstd_dict``, and shards given the same bytes share them (the
+    manifest names the dictionary once; a shard with another dictionary
+    still commits, and then each shard of that column reads with its own).
 
     Columns of unequal length raise ``ValueError`` before anything is
     written. A bucket shard is written to a local temporary directory, then

@@ -363,6 +363,10 @@ pub fn gc(target: &str, older_than: Duration, dry_run: bool) -> Result<Vec<Strin
             check: format!("no {} there: not a dataset (or nothing committed yet)", layout::MANIFEST),
         });
     }
+    // Shards first, versions after: a commit landing between the two
+    // listings names its shards in a version this gc reads.
+    let now = unix_millis();
+    let mut found = root.list(layout::SHARDS)?;
     let mut named = std::collections::HashSet::new();
     for file in root.list(layout::VERSIONS)? {
         if layout::version_of(&file).is_none() {
@@ -374,8 +378,6 @@ pub fn gc(target: &str, older_than: Duration, dry_run: bool) -> Result<Vec<Strin
             named.insert(s.path);
         }
     }
-    let now = unix_millis();
-    let mut found = root.list(layout::SHARDS)?;
     found.sort();
     let mut removed = Vec::new();
     for shard in found {

@@ -681,7 +681,14 @@ impl Store {
     /// takes a few records from each of many shards: each shard's gather is
     /// too short for its own prefetches to run ahead of its reads, so the
     /// dataset asks for every shard's first, level by level.
+    /// Only for a store its last probe found warm: reading a cold table to
+    /// find the records would fault its pages in one by one.
     pub(crate) fn prefetch(&self, indices: &[u64], stored: bool) {
+        let warm = self.cold_left.load(Ordering::Relaxed) == 0
+            && self.warm_records.load(Ordering::Relaxed) < WARM_RECORDS;
+        if !warm {
+            return;
+        }
         let mem = self.in_memory();
         let (Some(table), Some(data)) = (mem.table, mem.data) else { return };
         for &i in indices {

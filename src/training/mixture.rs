@@ -34,6 +34,7 @@
 
 use super::sampler::{mix, Mode, Permutation};
 use crate::error::{Error, Result};
+use crate::format::batch::try_room;
 use std::sync::Arc;
 
 /// The largest common denominator weights are read with (2^20).
@@ -410,22 +411,20 @@ impl Mixture {
     /// global batch: record `k` is record `indices[k]` of source `sources[k]`.
     ///
     /// # Errors
-    /// [`Error::Config`] if the slice cannot be allocated.
+    /// [`Error::OutOfMemory`] if the slice cannot be allocated (the mixture
+    /// stays at its step).
     pub fn fill_next(&mut self, sources: &mut Vec<u32>, indices: &mut Vec<u64>) -> Result<()> {
-        if self.segments.get(self.segment + 1).is_some_and(|s| s.start == self.step) {
-            self.segment += 1;
-            self.chairman = Chairman::new(&self.segments[self.segment].weights);
-        }
         let per = self.batch_len();
         let lo = per * self.rank;
         let hi = lo + per;
         sources.clear();
         indices.clear();
-        let room = usize::try_from(per)
-            .ok()
-            .filter(|&n| sources.try_reserve(n).is_ok() && indices.try_reserve(n).is_ok());
-        if room.is_none() {
-            return Err(Error::Config(format!("a mixture batch of {per} records cannot be allocated")));
+        let n = usize::try_from(per).unwrap_or(usize::MAX);
+        let room = try_room(sources, n).and_then(|()| try_room(indices, n));
+        room.map_err(|e| e.error("mixture", format!("a batch of {per} records")))?;
+        if self.segments.get(self.segment + 1).is_some_and(|s| s.start == self.step) {
+            self.segment += 1;
+            self.chairman = Chairman::new(&self.segments[self.segment].weights);
         }
         self.taken.fill(0);
         // Each source's next position as (epoch, offset): one division per
