@@ -79,7 +79,7 @@ WORKLOADS = ["dense-vision", "ragged-vision", "dense-tokens", "ragged-tokens"]
 FULL = {"dense-vision": 1000, "ragged-vision": 1000, "dense-tokens": 100_000, "ragged-tokens": 100_000}
 QUICK = {"dense-vision": 48, "ragged-vision": 48, "dense-tokens": 4096, "ragged-tokens": 4096}
 # --cold: stores big enough that a round's fresh batches miss every cache
-# (226 MiB of images, 195 MiB of token blocks raw, per system; under 3 GB
+# (220 MiB of images, 195 MiB of token blocks raw, per system; under 3 GB
 # on disk for the whole field of one workload).
 COLD = {"dense-vision": 1536, "ragged-vision": 1536, "dense-tokens": 100_000, "ragged-tokens": 100_000}
 
