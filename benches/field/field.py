@@ -34,6 +34,15 @@ thread copying each batch's logical bytes, times the cores) for raw rows, and
 store itself, read from its ``data.zr``, through libzstd in C with no Python
 per frame, times the cores) for zstd and zstd_dict rows. zrecord's rows get a
 ``% of limit`` column.
+
+``--cold`` (dense workloads by default, stores of a few hundred MiB a
+system: ``COLD``) adds cold rounds after the warm ones: before each, every
+row's store is closed, its files evicted from the page cache and reopened;
+every row reads records of its own that no round has read (``cold_rounds``
+says why), each batch checked against the source. Beside them, the Rust CLI
+(``zrecord bench --cold --backend pread``, Python has no backend choice) on a
+copy of zrecord's store gives the pread backend's cold rate and the device's
+own limit: ``O_DIRECT`` random reads of one record at queue depths 1..64.
 """
 
 import argparse
@@ -41,6 +50,7 @@ import json
 import os
 import shutil
 import struct
+import subprocess
 import sys
 import tempfile
 import threading
@@ -62,11 +72,16 @@ SHORT_WRITE_S = 0.5
 sys.path.insert(0, str(REPO / "benches" / "python"))
 sys.path.insert(0, str(REPO / "benches" / "field"))
 from bench import token_lengths, zipf_tokens  # noqa: E402  (the Python bench's token generators)
+from cold import evict  # noqa: E402  (posix_fadvise(DONTNEED) on every file of a store)
 from vision import dense_images, ragged_images  # noqa: E402  (loaderx's own image generator)
 
 WORKLOADS = ["dense-vision", "ragged-vision", "dense-tokens", "ragged-tokens"]
 FULL = {"dense-vision": 1000, "ragged-vision": 1000, "dense-tokens": 100_000, "ragged-tokens": 100_000}
 QUICK = {"dense-vision": 48, "ragged-vision": 48, "dense-tokens": 4096, "ragged-tokens": 4096}
+# --cold: stores big enough that a round's fresh batches miss every cache
+# (220 MiB of images, 195 MiB of token blocks raw, per system; under 3 GB
+# on disk for the whole field of one workload).
+COLD = {"dense-vision": 1536, "ragged-vision": 1536, "dense-tokens": 100_000, "ragged-tokens": 100_000}
 
 
 class Workload:
@@ -224,6 +239,9 @@ class NpyMmap(Backend):
             self.off = np.load(os.path.join(path, "offsets.npy")).tolist()
             self.shapes = [tuple(s) for s in np.load(os.path.join(path, "shapes.npy")).tolist()]
 
+    def close(self):
+        del self.a  # unmaps: --cold cannot evict pages a live map holds
+
     def gather(self, idxs):
         if self.dense:
             return self.a[idxs]
@@ -336,6 +354,7 @@ class ArrowIpc(_Grouped):
         return self.reader.get_batch(g).column(0)
 
     def close(self):
+        self.reader = None
         self.src.close()
 
 
@@ -573,6 +592,9 @@ class Lance(Backend):
             return out
         return [decode_record(v.as_buffer(), w.dtype) for v in t]
 
+    def close(self):
+        del self.ds
+
 
 def backends(workload):
     zc = ["raw", "zstd", "zstd_dict"]
@@ -657,6 +679,7 @@ class Row:
         self.write_s = None
         self.disk = 0
         self.rounds = []  # (seconds, records, bytes) per round
+        self.cold = []  # --cold: (seconds, records) per round
         self.lat = []
         self.cursor = 0
         self.nb = 0  # batches checked, and timed in turn
@@ -756,12 +779,81 @@ def run_workload(name, n, args, root):
         zr = next((r for r in live if r.system == "zrecord" and r.codec == codec), None)
         if zr:
             limits[codec] = zstd_limit(zr.path, w, batches_ip, min(1.0, args.secs / 2), zr.be.dict_bytes)
+    if args.cold:
+        device = {codec: cli_cold(zr, w, args) for codec in ("raw", "zstd")
+                  if (zr := next((r for r in live if r.system == "zrecord" and r.codec == codec), None))}
+        cold_rounds(w, live, args)
+        limits["device"] = device
     for r in rows:
         r.be.close() if r.error is None else None
     return w, rows, limits
 
 
+def cold_rounds(w, live, args):
+    """--cold: each round, each row's store is closed, evicted from the page
+    cache and reopened, then gathers --cold-batches batches of its own: every
+    row walks its own permutation of the records, so no record is read twice
+    by a row (this VM's host caches its virtual disk: a re-read would come from
+    the host's memory) and rows read their own files. The rows take turns
+    going first; every batch is checked against the source, after its timing."""
+    need = args.rounds * args.round_batches * BATCH
+    for k, r in enumerate(live):
+        rng = np.random.default_rng([29, k])
+        order = np.concatenate([rng.permutation(w.n) for _ in range(-(-need // w.n))])[:need]
+        r.cold_batches = order.reshape(args.rounds, args.round_batches, BATCH)
+    for rnd in range(args.rounds):
+        for r in live if rnd % 2 == 0 else live[::-1]:
+            if r.error:
+                continue
+            r.be.close()
+            evict(r.path)
+            time.sleep(0.05)
+            evict(r.path)  # pages a closed map's readahead was still bringing in
+            r.be.open(r.path, w)
+            secs = 0.0
+            for bi in r.cold_batches[rnd]:
+                b = bi.astype(np.uint64)
+                t0 = time.perf_counter()
+                out = r.be.gather(b)
+                secs += time.perf_counter() - t0
+                if not w.same(out, bi):
+                    r.error = f"cold round {rnd}: values differ from the source records"
+                    print(f"   {r.system} {r.codec}: FAILED {r.error}", file=sys.stderr, flush=True)
+                    break
+                del out
+            r.cold.append((secs, args.round_batches * BATCH))
+
+
+def zrecord_cli():
+    """The zrecord CLI: $ZRECORD_BIN, on PATH, or this checkout's build."""
+    built = [REPO / "target" / p / "zrecord" for p in ("release", "debug")]
+    return (os.environ.get("ZRECORD_BIN") or shutil.which("zrecord")
+            or next((str(b) for b in built if b.exists()), None))
+
+
+def cli_cold(zr, w, args):
+    """`zrecord bench --cold --backend pread` (the Rust CLI: Python cannot pick
+    a backend) on a copy of zrecord's store, made before any cold round so its
+    blocks are fresh: the pread backend's cold records/s (its own IID batches,
+    seed + round, read in Rust and not checked here) and the device's limit on
+    that file (O_DIRECT reads of its mean stored record, queue depths 1..64)."""
+    exe = zrecord_cli()
+    if not exe:
+        print("   no zrecord CLI (ZRECORD_BIN, PATH, target/release): no device limit", file=sys.stderr)
+        return None
+    copy = zr.path + "-cli"
+    shutil.copytree(zr.path, copy)
+    try:
+        cmd = [exe, "bench", copy, "--cold", "--backend", "pread", "--rounds", str(args.rounds),
+               "--batches", str(args.round_batches), "--seed", "1000", "--device-secs", str(args.device_secs),
+               "--json"]
+        return json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
+    finally:
+        shutil.rmtree(copy)
+
+
 def report(w, rows, limits, out_md, json_rows):
+    device = limits.pop("device", None)
     live = [r for r in rows if r.error is None]
 
     def klass(r):
@@ -824,7 +916,56 @@ def report(w, rows, limits, out_md, json_rows):
     text = "\n".join(lines) + "\n"
     print("\n" + text, flush=True)
     out_md.append(text)
+    if device is not None:
+        cold_report(w, rows, device, out_md, json_rows)
     return targets(w, rows, limits, find, ratio)
+
+
+def cold_report(w, rows, device, out_md, json_rows):
+    """--cold: each row's cold records/s (median of rounds) beside its warm
+    one, against loaderx's cold rounds, and against the device's limit."""
+    def per_round(r):
+        return [n / max(1e-12, s) for s, n in r.cold]
+
+    cold = {(r.system, r.codec): per_round(r) for r in rows if r.cold and r.error is None}
+    for codec, cli in device.items():
+        if cli:
+            cold[("zrecord pread (CLI)", codec)] = [x["records_per_s"] for x in cli["per_round"]]
+
+    def limit(codec):
+        cli = device.get("raw" if codec == "raw" else "zstd")
+        return cli and cli["device_limit"]["best"] and cli["device_limit"]["best"]["reads_per_s"]
+
+    warm = {(r.system, r.codec): r.rec_s() for r in rows if r.error is None}
+    lines = [f"**{w.name}, cold** — every round: store closed, its files evicted, reopened; "
+             f"{len(next(iter(cold.values()), []))} rounds of fresh batches per row, each batch checked",
+             "", "| system | codec | warm krecords/s | cold krecords/s | cold per round | cold / warm | cold vs loaderx "
+             "| cold % of device |", "|---|---|---:|---:|---|---:|---:|---:|"]
+    for (system, codec), rs in sorted(cold.items(), key=lambda kv: (kv[0][1] != "raw", -median(kv[1]))):
+        lx = cold.get(("loaderx-2.0.1", codec))
+        vs_lx = median([a / b for a, b in zip(rs, lx)]) if lx and system.startswith("zrecord") else None
+        lim, wr = limit(codec), warm.get((system, codec))
+        pct = 100 * median(rs) / lim if lim else None
+        lines.append(f"| {system} | {codec} | {'–' if wr is None else f'{wr / 1e3:,.1f}'} | {median(rs) / 1e3:,.1f} "
+                     f"| {', '.join(f'{x / 1e3:,.1f}' for x in rs)} | {'–' if wr is None else f'{median(rs) / wr:.2f}'} "
+                     f"| {'–' if vs_lx is None else f'{vs_lx:.2f}×'} | {'–' if pct is None else f'{pct:.0f}%'} |")
+        json_rows.append({"workload": w.name, "system": system, "codec": codec, "mode": "cold",
+                          "warm_records_s": wr, "cold_records_s": median(rs), "cold_per_round": rs,
+                          "cold_vs_loaderx": vs_lx, "pct_of_device": pct})
+    lines.append("")
+    for codec, cli in device.items():
+        d = cli and cli["device_limit"]
+        if not d or not d["best"]:
+            lines.append(f"device ({codec}): not measured ({d and d['error'] or 'no zrecord CLI'})")
+            continue
+        rates = ", ".join(f"{x['depth']}: {x['reads_per_s']:,.0f}" for x in d["depths"])
+        lines.append(f"device, O_DIRECT random reads of {d['read_bytes']:,} B (zrecord's {codec} data.zr, mean "
+                     f"record {d['record_bytes']:,} B), reads/s by queue depth: {rates}; best "
+                     f"{d['best']['reads_per_s']:,.0f} at depth {d['best']['depth']} ({d['best']['mib_per_s']:,.0f} MiB/s)")
+        json_rows.append({"workload": w.name, "device_limit": d, "codec": codec})
+    text = "\n".join(lines) + "\n"
+    print("\n" + text, flush=True)
+    out_md.append(text)
 
 
 def targets(w, rows, limits, find, ratio):
@@ -855,7 +996,10 @@ def main():
     ap.add_argument("--quick", action="store_true", help="smoke run: small data, 0.3 s per row")
     ap.add_argument("--secs", type=float, default=None, help="timed seconds per row (2)")
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--workloads", default=",".join(WORKLOADS))
+    ap.add_argument("--workloads", default=None, help=f"comma list ({','.join(WORKLOADS)}; --cold: dense ones)")
+    ap.add_argument("--cold", action="store_true", help="also time cold rounds: every store evicted and reopened")
+    ap.add_argument("--cold-batches", type=int, default=None, help="batches per cold round (fresh records, up to 20)")
+    ap.add_argument("--device-secs", type=float, default=None, help="--cold: seconds per queue depth (0.5)")
     ap.add_argument("--systems", default="", help="comma list (zrecord,loaderx-2.0.1,numpy-mmap,lmdb,...)")
     ap.add_argument("--scale", type=float, default=1.0, help="records x this (full run)")
     ap.add_argument("--json")
@@ -864,11 +1008,13 @@ def main():
     args = ap.parse_args()
     args.secs = args.secs or (0.3 if args.quick else 2.0)
     args.systems = set(filter(None, args.systems.split(",")))
-    sizes = QUICK if args.quick else {k: max(BATCH, int(v * args.scale)) for k, v in FULL.items()}
+    args.workloads = args.workloads or ",".join(w for w in WORKLOADS if w.startswith("dense") or not args.cold)
+    args.device_secs = args.device_secs if args.device_secs is not None else (0.05 if args.quick else 0.5)
+    sizes = QUICK if args.quick else {k: max(BATCH, int(v * args.scale)) for k, v in (COLD if args.cold else FULL).items()}
     head = (f"# The field: zrecord {getattr(zrecord, '__version__', '')} (Python) vs loaderx 2.0.1, NumPy mmap, "
             f"LMDB, Arrow IPC, Parquet, HDF5, ArrayRecord, TileDB, Lance — batches of {BATCH} (IID), "
             f"{args.secs} timed s per row in {args.rounds} rounds, {CORES} cores, load average at start "
-            f"{load_average()}")
+            f"{load_average()}" + (" — and cold: every store evicted from the page cache before each round" if args.cold else ""))
     print(head, flush=True)
     md, json_rows, checks = [head + "\n"], [], []
     root = tempfile.mkdtemp(prefix="zrecord-field-", dir=args.workdir)
@@ -876,7 +1022,9 @@ def main():
         for name in args.workloads.split(","):
             sub = os.path.join(root, name)
             os.makedirs(sub)
-            w, rows, limits = run_workload(name, sizes[name], args, sub)
+            n = sizes[name]
+            args.round_batches = args.cold_batches or max(1, min(20, n // (BATCH * args.rounds)))
+            w, rows, limits = run_workload(name, n, args, sub)
             checks += report(w, rows, limits, md, json_rows)
             shutil.rmtree(sub, ignore_errors=True)
             if args.json:

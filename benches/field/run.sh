@@ -7,10 +7,12 @@
 #   bash benches/field/run.sh                  # full run
 #   bash benches/field/run.sh --quick          # smoke run (scripts/test)
 #   bash benches/field/run.sh --json out.json --md out.md
+#   bash benches/field/run.sh --cold           # warm and cold rounds (evicted stores), device limit
 #
 # Environment: ZRECORD_FIELD_VENV (venv to use, default
 # ~/.cache/zrecord/venv-field), ZRECORD_FIELD_NO_BUILD=1 (zrecord is already
-# installed in that venv: skip building it), ZRECORD_LOADERX_SDIST.
+# installed in that venv: skip building it), ZRECORD_LOADERX_SDIST, ZRECORD_BIN
+# (the CLI --cold runs for the device limit; default: PATH, then target/).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 

@@ -27,13 +27,16 @@ import numpy as np
 
 
 def evict(store):
-    for name in os.listdir(store):
-        fd = os.open(os.path.join(store, name), os.O_RDONLY)
-        try:
-            os.fdatasync(fd)
-            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-        finally:
-            os.close(fd)
+    """Drop every file under `store` from the page cache. Pages a live map
+    still holds stay, so close the store (and every map of it) first."""
+    for top, _, names in os.walk(store):
+        for name in names:
+            fd = os.open(os.path.join(top, name), os.O_RDONLY)
+            try:
+                os.fdatasync(fd)
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            finally:
+                os.close(fd)
 
 
 def kind(store):
