@@ -59,6 +59,9 @@ def test_index_arrays_keep_their_shape(stores):
         assert all(np.array_equal(got[a][b], recs[idx[a, b]]) for a in range(2) for b in range(3))
         with pytest.raises(ValueError):
             rs.gather(idx, packed=True)
+        assert rs[np.zeros((2, 0), np.int64)] == [[], []]
+        assert rs[np.zeros((0, 3), np.int64)] == []
+        assert len(rs[np.zeros((2, 1, 3), np.int64)][1][0]) == 3
 
 
 def test_huge_integers_are_index_errors(stores):

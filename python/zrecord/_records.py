@@ -501,10 +501,14 @@ class Ragged(_Base):
         return "ragged"
 
     def _shaped(self, records, shape):
-        """A flat list of records nested as the index's shape (lists of lists)."""
-        for dim in reversed(shape[1:]):
-            records = [records[k:k + dim] for k in range(0, len(records), dim)]
-        return records
+        """A flat list of records nested as the index's shape (lists of
+        lists; a zero-size dimension gives empty lists, as NumPy does)."""
+        def nest(at, dims):
+            if len(dims) == 1:
+                return records[at:at + dims[0]]
+            step = math.prod(dims[1:])
+            return [nest(at + k * step, dims[1:]) for k in range(dims[0])]
+        return records if len(shape) == 1 else nest(0, shape)
 
     def _gather(self, idxs):
         return self._store.gather_ragged(idxs, False)
