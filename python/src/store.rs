@@ -39,12 +39,14 @@ pub struct NativeStore {
 impl NativeStore {
     /// Open the store at `path` (a directory, or a URL of any scheme
     /// `zrecord::location::SCHEMES` lists); with `verify`, every record read is checked
-    /// against the store's checksum sidecar (an unsealed store fails to open).
+    /// against the store's checksum sidecar (an unsealed store fails to open);
+    /// `backend` (`mmap` or `pread`) for a local store.
     #[staticmethod]
-    #[pyo3(signature = (path, verify = false))]
-    fn open(py: Python<'_>, path: String, verify: bool) -> PyResult<NativeStore> {
+    #[pyo3(signature = (path, verify = false, backend = "mmap"))]
+    fn open(py: Python<'_>, path: String, verify: bool, backend: &str) -> PyResult<NativeStore> {
         let verify = if verify { Verify::Always } else { Verify::Off };
-        let options = zrecord::open::Options::default().verify(verify);
+        let mut options = zrecord::open::Options::default().verify(verify);
+        options.local.backend = backend.parse().map_err(pyo3::exceptions::PyValueError::new_err)?;
         let opened = py.detach(|| ForkSafe::open(&path, options));
         Ok(NativeStore::new(opened.py_err(py)?))
     }

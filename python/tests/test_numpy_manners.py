@@ -161,3 +161,32 @@ def test_pickled_sealed_store_still_catches_a_flipped_byte(tmp_path):
         plain = pickle.loads(pickle.dumps(cls.open(path)))
         assert "verify" not in repr(plain)
         plain[list(range(40))]  # unchecked: reads the changed bytes, as asked
+
+
+def _rss_file():
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) * 1024 for line in f if line.startswith("RssFile:"))
+
+
+def test_backend_pread_reads_without_mapping_and_survives_pickling(tmp_path):
+    """``backend="pread"`` reads the same records without mapping the store
+    (the process's file-backed resident memory does not grow by the store,
+    where the default map's does), and travels with a pickled reader."""
+    data = np.random.default_rng(3).integers(0, 255, (512, 16384), dtype=np.uint8)  # 8 MiB
+    with Dense.create(tmp_path / "d", np.uint8, (16384,), codec="raw") as w:
+        w.append(data)
+    idx = np.arange(len(data))
+    grown = {}
+    for backend in ("pread", "mmap"):
+        ds = Dense.open(tmp_path / "d", backend=backend)
+        before = _rss_file()
+        assert np.array_equal(ds[idx], data)
+        grown[backend] = _rss_file() - before
+        clone = pickle.loads(pickle.dumps(ds))
+        assert np.array_equal(clone[[5, 0]], data[[5, 0]])
+        assert ("backend='pread'" in repr(clone)) == (backend == "pread"), repr(clone)
+        ds.close()
+        clone.close()
+    assert grown["pread"] < 2 << 20 <= 6 << 20 <= grown["mmap"], grown
+    with pytest.raises(ValueError, match="backend"):
+        Ragged.open(tmp_path / "d", backend="io_uring")

@@ -111,13 +111,16 @@ class _Base:
             f"use {type(self).__name__}.open(...) or {type(self).__name__}.create(...)"
         )
 
-    def _open(self, path, dense, verify=False):
+    def _open(self, path, dense, verify=False, backend="mmap"):
         self._writable = False
         self._verify = bool(verify)
+        if backend not in ("mmap", "pread"):
+            raise ValueError(f"unknown backend {backend!r} (expected 'mmap' or 'pread')")
+        self._backend = backend
         self.path = path if _is_url(path) else Path(path)
         name = path if _is_url(path) else os.fsdecode(os.fspath(path))
         try:
-            store = _native.NativeStore.open(name, verify)
+            store = _native.NativeStore.open(name, verify, backend)
         except ZrecordSchemaError as exc:
             raise ZrecordSchemaError(exc.code, _explain_schema(str(exc), dense)) from None
         except FileNotFoundError as exc:
@@ -304,7 +307,7 @@ class _Base:
             return reopen  # a dataset's column (see _dataset.py)
         path = self.path if isinstance(self.path, str) else os.fspath(self.path)
         # Every option of open() travels with it (a spawned worker checks too).
-        return (type(self).open, (path, getattr(self, "_verify", False)))
+        return (type(self).open, (path, getattr(self, "_verify", False), getattr(self, "_backend", "mmap")))
 
     def __repr__(self):
         store = getattr(self, "_store", None)
@@ -318,6 +321,8 @@ class _Base:
         parts.append(f"codec={getattr(self, 'codec', None)!r}")
         if getattr(self, "_verify", False):
             parts.append("verify=True")
+        if getattr(self, "_backend", "mmap") != "mmap":
+            parts.append(f"backend={self._backend!r}")
         return f"{type(self).__name__}({', '.join(parts)})"
 
 
@@ -337,15 +342,18 @@ class Dense(_Base):
     """
 
     @classmethod
-    def open(cls, path, verify=False):
+    def open(cls, path, verify=False, backend="mmap"):
         """Open an existing dense container for reading: a directory, or an
         ``http(s)://`` (any server that answers Range requests), ``s3://``,
         ``gs://`` or ``az://`` URL of one. With ``verify=True`` every record
         read is checked against the store's checksum sidecar (``sums.zr``,
         see ``zrecord seal``): a record whose bytes changed raises
-        ``ZrecordError``, and an unsealed store does not open."""
+        ``ZrecordError``, and an unsealed store does not open. ``backend``
+        (a local store): ``"mmap"`` (the default: zero-copy while records are
+        in memory, cold batches read with pread) or ``"pread"`` (no map, for
+        file systems where mapping is unwelcome)."""
         self = cls.__new__(cls)
-        self._open(path, True, verify)
+        self._open(path, True, verify, backend)
         return self
 
     @classmethod
@@ -466,12 +474,12 @@ class Ragged(_Base):
     """
 
     @classmethod
-    def open(cls, path, verify=False):
+    def open(cls, path, verify=False, backend="mmap"):
         """Open an existing ragged container for reading: a directory, or an
         ``http(s)://``, ``s3://``, ``gs://`` or ``az://`` URL of one;
-        ``verify`` as for :meth:`Dense.open`."""
+        ``verify`` and ``backend`` as for :meth:`Dense.open`."""
         self = cls.__new__(cls)
-        self._open(path, False, verify)
+        self._open(path, False, verify, backend)
         return self
 
     @classmethod
