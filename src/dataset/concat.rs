@@ -54,6 +54,15 @@ impl Split {
         self.groups.len() == 1
     }
 
+    /// `items` (one per position of the gather) handed to the groups: each
+    /// group's in its own order, so that each shard (or source) fills its
+    /// own places of one batch.
+    pub fn per_group<T>(&self, items: Vec<T>) -> Vec<Vec<T>> {
+        let mut items: Vec<Option<T>> = items.into_iter().map(Some).collect();
+        let mut take = |p: usize| items[p].take().expect("each position in one group once");
+        self.groups.iter().map(|g| g.positions.iter().map(|&p| take(p)).collect()).collect()
+    }
+
     /// The same gather with every group of more than `most` records cut
     /// into consecutive pieces of at most `most` (pieces of one shard are
     /// groups of their own): work shared by group is then shared evenly
@@ -349,6 +358,8 @@ mod tests {
             ]
         );
         assert_eq!(split.len, 6);
+        let items: Vec<u64> = vec![8, 7, 6, 5, 0, 4];
+        assert_eq!(split.per_group(items), [vec![8, 7], vec![6, 5], vec![0], vec![4]]);
     }
 
     #[test]

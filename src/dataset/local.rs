@@ -126,28 +126,10 @@ impl LocalColumn {
         }
         let bytes = rows.iter().map(|r| r.len()).sum();
         let (split, stores, parallel) = self.prepare(split, bytes)?;
-        let mut slots: Vec<Option<&mut [u8]>> = rows.into_iter().map(Some).collect();
-        let parts = split.groups.iter().enumerate().map(|(g, group)| {
-            let rows = group.positions.iter().map(|&p| slots[p].take().expect("each position once"));
-            (g, rows.collect::<Vec<_>>())
-        });
-        let parts: Vec<_> = parts.collect();
-        share_if(parallel, parts.into_iter(), |(g, mut rows)| {
+        let parts = split.per_group(rows);
+        work::share_if(parallel, parts.into_iter().enumerate(), |(g, mut rows)| {
             stores[g].gather_rows(&split.groups[g].local, &mut rows)
         })
-    }
-}
-
-/// [`work::share`] when `parallel`, else every part on this thread.
-fn share_if<T: Send>(
-    parallel: bool,
-    mut parts: impl Iterator<Item = T> + Send,
-    f: impl Fn(T) -> Result<()> + Sync,
-) -> Result<()> {
-    if parallel {
-        work::share(parts, f)
-    } else {
-        parts.try_for_each(f)
     }
 }
 
@@ -218,7 +200,7 @@ impl Records for LocalColumn {
         // (Another thread's gather meanwhile allocates its own.)
         let mut parts = std::mem::take(&mut *work::lock(&self.ragged_parts));
         parts.resize_with(split.groups.len(), RaggedBatch::default);
-        share_if(parallel, parts.iter_mut().enumerate(), |(g, part)| {
+        work::share_if(parallel, parts.iter_mut().enumerate(), |(g, part)| {
             stores[g].gather_ragged_into(&split.groups[g].local, part)
         })?;
         let done = assemble_ragged(&info.name, &split, &parts, info.dtype().alignment(), batch);

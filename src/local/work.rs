@@ -211,6 +211,21 @@ where
     }
 }
 
+/// [`share`] when `parallel`, else every part on the calling thread (work
+/// too small, or copies one thread keeps up with, where waking the pool
+/// costs more than it saves).
+pub(crate) fn share_if<T: Send>(
+    parallel: bool,
+    mut parts: impl Iterator<Item = T> + Send,
+    work: impl Fn(T) -> Result<()> + Sync,
+) -> Result<()> {
+    if parallel {
+        share(parts, work)
+    } else {
+        parts.try_for_each(work)
+    }
+}
+
 /// The parts of `n` items (`bytes` in all, item `k` being `len(k)` bytes),
 /// as ranges of items, made as they are taken (guided scheduling): each
 /// part about half of what is left per thread, at most `most` and at least

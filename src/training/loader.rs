@@ -397,14 +397,8 @@ fn gather_mixed(
             if row == 0 {
                 return Ok(());
             }
-            let mut slots: Vec<Option<&mut [u8]>> =
-                batch.data.as_mut_slice().chunks_mut(row).map(Some).collect();
-            let groups: Vec<(&Group, Vec<&mut [u8]>)> = split
-                .groups
-                .iter()
-                .map(|g| (g, g.positions.iter().filter_map(|&p| slots[p].take()).collect()))
-                .collect();
-            each_source(first, groups.into_iter(), |(g, mut rows)| {
+            let rows = split.per_group(batch.data.as_mut_slice().chunks_mut(row).collect());
+            each_source(first, split.groups.iter().zip(rows), |(g, mut rows)| {
                 store(g).gather_rows(&g.local, &mut rows)
             })?;
         }
@@ -423,14 +417,10 @@ fn gather_mixed(
 /// one thread keeps up with, where waking the pool costs more than it saves).
 fn each_source<T: Send>(
     first: &Arc<dyn Records>,
-    mut groups: impl Iterator<Item = T> + Send,
+    groups: impl Iterator<Item = T> + Send,
     gather: impl Fn(T) -> Result<()> + Sync,
 ) -> Result<()> {
-    if first.codec() == Codec::Raw {
-        groups.try_for_each(gather)
-    } else {
-        work::share(groups, gather)
-    }
+    work::share_if(first.codec() != Codec::Raw, groups, gather)
 }
 
 /// Decrements the live-worker count however the worker exits, and wakes the
