@@ -23,33 +23,81 @@ fn counts(m: &mut Mixture, steps: u64) -> Vec<Vec<u64>> {
     out
 }
 
-/// After every step each source is within `tol` of `share × records`, and
-/// within `2 tol` over every window of consecutive steps; the shares being
-/// the weights read exactly (`parts / total`, integer arithmetic).
-fn check_bounds(weights: &[f64], batch: u64, steps: u64) {
+/// After every step each source is within Tijdeman's bound of
+/// `share × records`, and within 2 over every window of consecutive steps;
+/// the shares being the weights read exactly (`parts / total`, integer
+/// arithmetic). `c` holds each source's count after every step of `batch`
+/// records. Returns the first violation.
+fn bound_violation(weights: &[f64], batch: u64, c: &[Vec<u64>]) -> Option<String> {
     let w = Weights::new(weights).unwrap();
     let (parts, total) = (w.parts(), i128::from(w.total()));
     let s = parts.iter().filter(|&&p| p > 0).count() as i128;
-    let mut m = Mixture::new(&vec![13; weights.len()], weights, batch, 1).unwrap();
-    let c = counts(&mut m, steps);
     let b = i128::from(batch);
     for a in 0..c.len() {
         for z in a..c.len() {
             let records = (z - a) as i128 * b;
             for (i, &p) in parts.iter().enumerate() {
                 // |count − p·records/total| scaled by total (and by 2s − 2 for Tijdeman's bound).
-                let off = ((c[z][i] - c[a][i]) as i128 * total - i128::from(p) * records).abs();
-                if a == 0 {
-                    // Tijdeman: strictly below 1 − 1/(2s − 2) (0 with one source).
+                let off = ((c[z][i] as i128 - c[a][i] as i128) * total - i128::from(p) * records).abs();
+                let bad = if a == 0 {
+                    // Tijdeman: at most 1 − 1/(2s − 2) (0 with one source).
                     let lim = if s == 1 { 0 } else { total * (2 * s - 3) };
-                    assert!(
-                        off * (2 * s - 2).max(1) <= lim,
-                        "{weights:?} batch {batch}: source {i} after step {z}: off {off}/{total}"
-                    );
+                    off * (2 * s - 2).max(1) > lim
                 } else {
-                    assert!(off < 2 * total, "{weights:?} batch {batch}: source {i} steps {a}..{z}");
+                    off >= 2 * total
+                };
+                if bad {
+                    return Some(format!(
+                        "{weights:?} batch {batch}: source {i} steps {a}..{z}: off {off}/{total}"
+                    ));
                 }
             }
+        }
+    }
+    None
+}
+
+fn check_bounds(weights: &[f64], batch: u64, steps: u64) {
+    let mut m = Mixture::new(&vec![13; weights.len()], weights, batch, 1).unwrap();
+    if let Some(v) = bound_violation(weights, batch, &counts(&mut m, steps)) {
+        panic!("{v}");
+    }
+}
+
+/// Counts after every step of the obvious schedule Tijdeman's improves on:
+/// each record to the source furthest behind its share (lowest index on ties).
+fn largest_deficit_counts(weights: &[f64], batch: u64, steps: u64) -> Vec<Vec<u64>> {
+    let w = Weights::new(weights).unwrap();
+    let (parts, total) = (w.parts(), i128::from(w.total()));
+    let mut row = vec![0u64; parts.len()];
+    let mut out = vec![row.clone()];
+    for step in 0..steps {
+        for r in 1..=batch {
+            let n = i128::from(step * batch + r);
+            let behind = |i: usize| i128::from(parts[i]) * n - row[i] as i128 * total;
+            let i = (0..parts.len()).rev().max_by_key(|&i| behind(i)).unwrap();
+            row[i] += 1;
+        }
+        out.push(row.clone());
+    }
+    out
+}
+
+#[test]
+fn the_bound_holds_where_the_largest_deficit_schedule_breaks_it() {
+    // Weight sets found by search where "give the record to the source
+    // furthest behind" drifts past 1 − 1/(2s − 2); the chairman schedule
+    // (Tijdeman's deadlines) must not.
+    let weight_sets: &[&[f64]] =
+        &[&[10.0, 3.0, 3.0, 10.0], &[13.0, 11.0, 13.0, 3.0, 3.0], &[2.0, 2.0, 3.0, 17.0, 16.0, 17.0]];
+    for &w in weight_sets {
+        let steps = 2 * w.iter().sum::<f64>() as u64;
+        assert!(
+            bound_violation(w, 1, &largest_deficit_counts(w, 1, steps)).is_some(),
+            "{w:?}: the checker must reject the largest-deficit schedule"
+        );
+        for batch in [1, 2, 3, 5, 64] {
+            check_bounds(w, batch, steps);
         }
     }
 }
