@@ -1,13 +1,17 @@
 //! IID draws per second: batches of 256 over a store of 10^6 records, side by
 //! side with NumPy's `default_rng().integers` drawing the same batches (run in
-//! the loaderx venv that `.ci/install` sets up, when it is there).
+//! the loaderx venv that `.ci/install` sets up, when it is there). Then cyclic
+//! draws: the sampler's batches (its permutation evaluated a run at a time)
+//! against the same permutation one index at a time, and a mixture of three
+//! sources (the loader's draw, which runs under its lock).
 //!
 //! Run with `cargo bench --bench sampler`.
 
 use std::hint::black_box;
 use std::time::Instant;
 
-use zrecord::training::sampler::{Mode, Sampler};
+use zrecord::training::mixture::Mixture;
+use zrecord::training::sampler::{Mode, Permutation, Sampler};
 
 const LENGTH: u64 = 1_000_000;
 const BATCH: u64 = 256;
@@ -46,6 +50,56 @@ fn main() {
         ),
         None => println!("numpy: not measured (no venv at ~/.cache/zrecord/venv-loaderx; run .ci/install)"),
     }
+    // The Python bench's mixture (50,000 token blocks split 50/30/20), and 10^6.
+    for length in [50_000, LENGTH] {
+        cyclic(length);
+    }
+}
+
+/// Median draws/s of `batch()` (one batch of [`BATCH`] per call) over [`RUNS`] runs.
+fn draws_per_second(mut batch: impl FnMut()) -> f64 {
+    let per_run = BATCHES_PER_RUN / 10;
+    let mut rates: Vec<f64> = (0..RUNS)
+        .map(|_| {
+            let start = Instant::now();
+            (0..per_run).for_each(|_| batch());
+            (per_run * BATCH) as f64 / start.elapsed().as_secs_f64()
+        })
+        .collect();
+    rates.sort_by(f64::total_cmp);
+    rates[RUNS / 2]
+}
+
+fn cyclic(length: u64) {
+    let mut sampler = Sampler::new(length, BATCH, Mode::Cyclic, 42).expect("valid parameters");
+    let mut buf = Vec::with_capacity(BATCH as usize);
+    let runs = draws_per_second(|| {
+        sampler.fill_next(&mut buf);
+        black_box(&buf);
+    });
+    let perm = Permutation::new(42, length);
+    let mut at = 0;
+    let pointwise = draws_per_second(|| {
+        buf.clear();
+        buf.extend((at..at + BATCH).map(|x| perm.apply(x)));
+        at = (at + BATCH) % (length - BATCH);
+        black_box(&buf);
+    });
+    println!(
+        "cyclic length={length} batch={BATCH}: {runs:.3e} draws/s; one index at a time {pointwise:.3e}; runs / pointwise = {:.2}x",
+        runs / pointwise
+    );
+    let lengths = [length / 2, length * 3 / 10, length / 5];
+    let mut mixture = Mixture::new(&lengths, &[0.5, 0.3, 0.2], BATCH, 42).expect("valid parameters");
+    let (mut sources, mut indices) = (Vec::new(), Vec::new());
+    let mixed = draws_per_second(|| {
+        mixture.fill_next(&mut sources, &mut indices).expect("room for a batch");
+        black_box(&indices);
+    });
+    println!(
+        "mixture of 3 cyclic sources ({lengths:?}, 0.5/0.3/0.2) batch={BATCH}: {mixed:.3e} draws/s; mixture / sampler = {:.2}x",
+        mixed / runs
+    );
 }
 
 /// NumPy's draws/s for the same batches, median of 5 runs, or `None` without the venv.

@@ -430,6 +430,16 @@ proptest! {
     }
 
     #[test]
+    fn permutation_runs_equal_pointwise(n in 1u64..5000, key in any::<u64>(), a in 0u64..5000, len in 0u64..40) {
+        let p = Permutation::new(key, n);
+        let start = a % n;
+        let len = len.min(n - start);
+        let mut run = vec![u64::MAX; len as usize];
+        p.apply_run(start, &mut run);
+        prop_assert_eq!(run, (start..start + len).map(|x| p.apply(x)).collect::<Vec<_>>());
+    }
+
+    #[test]
     fn sequential_near_u64_max_matches_definition(
         back in 0u64..64,
         batch in 1u64..40,

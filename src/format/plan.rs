@@ -210,7 +210,7 @@ impl<'a> GatherPlan<'a> {
         let n = self.indices.len();
         let oom = |bytes| AllocFailed { bytes }.error(&info.name, format!("a Dense batch of {n} records"));
         let len = n.checked_mul(row).ok_or_else(|| oom((n as u64).saturating_mul(row as u64)))?;
-        batch.data.resize(len).map_err(|e| oom(e.bytes))?;
+        batch.data.reuse(len).map_err(|e| oom(e.bytes))?;
         batch.shape.clear();
         batch.shape.push(self.indices.len() as u64);
         batch.shape.extend_from_slice(info.item_shape().unwrap_or(&[]));

@@ -189,10 +189,14 @@ struct Buffers {
     parts: Parts,
 }
 
-/// A mixture's per-source Ragged batches of one stream, before they are
-/// put in the step's order (reused stream after stream).
+/// A mixed step's scratch, reused step after step: its records grouped by
+/// source, and each source's Ragged batch of one stream before they are put
+/// in the step's order (reused stream after stream).
 #[derive(Default)]
 struct Parts {
+    split: Split,
+    /// Source → its group + 1 (0: none yet), for [`by_source`].
+    slot: Vec<usize>,
     ragged: Vec<RaggedBatch>,
 }
 
@@ -281,13 +285,18 @@ impl<T> Shared<T> {
             parts: buffers.parts,
             pool: Arc::downgrade(&self.pool),
         };
-        let split = (self.sources.len() > 1).then(|| by_source(&gathered.sources, &gathered.indices));
+        let mixed = self.sources.len() > 1;
+        let mut split = std::mem::take(&mut gathered.parts.split);
+        if mixed {
+            by_source(&gathered.sources, &gathered.indices, &mut split, &mut gathered.parts.slot);
+        }
         for i in 0..self.names.len() {
             stage.set(Some(i));
             let g = &mut gathered;
-            match &split {
-                None => self.sources[0][i].gather_batch_into(&g.indices, &mut g.batches[i]),
-                Some(split) => gather_mixed(&self.sources, i, split, &mut g.batches[i], &mut g.parts),
+            if mixed {
+                gather_mixed(&self.sources, i, &split, &mut g.batches[i], &mut g.parts)
+            } else {
+                self.sources[0][i].gather_batch_into(&g.indices, &mut g.batches[i])
             }
             .map_err(|e| Error::Loader {
                 stream: self.names[i].clone(),
@@ -295,6 +304,7 @@ impl<T> Shared<T> {
                 source: Box::new(e),
             })?;
         }
+        gathered.parts.split = split;
         stage.set(None);
         (self.transform)(gathered).map_err(|e| Error::Loader {
             stream: TRANSFORM_STREAM.to_string(),
@@ -313,7 +323,7 @@ impl<T> Shared<T> {
 #[derive(Clone, Debug)]
 enum Draw {
     One(Sampler),
-    Mix(Mixture),
+    Mix(Box<Mixture>),
 }
 
 impl Draw {
@@ -342,24 +352,32 @@ impl Draw {
     }
 }
 
-/// A mixed step's records grouped by source (the dataset's plan for shards).
-fn by_source(sources: &[u32], indices: &[u64]) -> Split {
-    let mut groups: Vec<Group> = Vec::new();
-    let mut slot: Vec<usize> = Vec::new(); // source -> group + 1
+/// A mixed step's records grouped by source (the dataset's plan for
+/// shards), into `split`, whose vectors are kept from step to step.
+fn by_source(sources: &[u32], indices: &[u64], split: &mut Split, slot: &mut Vec<usize>) {
+    let mut used = 0;
+    slot.clear();
     for (p, (&s, &i)) in sources.iter().zip(indices).enumerate() {
         let s = s as usize;
         if slot.len() <= s {
             slot.resize(s + 1, 0);
         }
         if slot[s] == 0 {
-            groups.push(Group { shard: s, ..Group::default() });
-            slot[s] = groups.len();
+            if used == split.groups.len() {
+                split.groups.push(Group::default());
+            }
+            let g = &mut split.groups[used];
+            (g.shard, used) = (s, used + 1);
+            g.local.clear();
+            g.positions.clear();
+            slot[s] = used;
         }
-        let g = &mut groups[slot[s] - 1];
+        let g = &mut split.groups[slot[s] - 1];
         g.local.push(i);
         g.positions.push(p);
     }
-    Split { groups, len: indices.len() }
+    split.groups.truncate(used);
+    split.len = indices.len();
 }
 
 /// Gather stream `i` of a mixed step: each source's records, then put in
@@ -384,11 +402,11 @@ fn gather_mixed(
         Batch::Dense(batch) => {
             // Each source's rows straight into their places: no copy.
             let row = first.info().row_bytes().unwrap_or(0) as usize;
-            // Sized as a one-store gather sizes it.
+            // Sized as a one-store gather sizes it (every byte is overwritten).
             let bytes = split.len.saturating_mul(row);
             batch
                 .data
-                .resize(bytes)
+                .reuse(bytes)
                 .map_err(|e| e.error(&first.info().name, format!("a mixed batch of {bytes} bytes")))?;
             batch.shape.clear();
             batch.shape.push(split.len as u64);
@@ -1059,7 +1077,7 @@ impl<T: Send + 'static> LoaderBuilder<T> {
                 m = m.schedule(*step, w)?;
             }
             let schedule = m.segments().map(|(step, w, _)| (step, w.to_vec())).collect();
-            (Draw::Mix(m.shard(rank, world)?), modes, schedule)
+            (Draw::Mix(Box::new(m.shard(rank, world)?)), modes, schedule)
         } else {
             if self.mix.weights.is_some() || !self.mix.schedule.is_empty() || self.mix.modes.is_some() {
                 return config(

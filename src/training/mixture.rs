@@ -306,10 +306,16 @@ pub struct Mixture {
     chairman: Chairman,
     /// Records each source has drawn before `step` (its stream position).
     drawn: Vec<u64>,
-    /// Per fill: records each source drew so far in the batch.
+    /// Per fill: records each source draws in the whole batch.
     taken: Vec<u64>,
-    /// Per fill: each source's next stream position as `(epoch, offset)`.
-    cursors: Vec<(u64, u64)>,
+    /// Per fill: records each source draws before this rank's slice.
+    skipped: Vec<u64>,
+    /// Per fill: where each source's run starts in `runs` (one more entry
+    /// than sources), then the next of its records to place.
+    starts: Vec<usize>,
+    /// Per fill: this rank's records of each source, source after source,
+    /// in stream order.
+    runs: Vec<u64>,
     /// Per cyclic source: the epoch whose permutation is cached.
     perms: Vec<Option<(u64, Permutation)>>,
 }
@@ -349,7 +355,9 @@ impl Mixture {
             segment: 0,
             drawn: vec![0; n],
             taken: vec![0; n],
-            cursors: vec![(0, 0); n],
+            skipped: vec![0; n],
+            starts: vec![0; n + 1],
+            runs: Vec::new(),
             perms: vec![None; n],
         };
         m.seek(0);
@@ -426,22 +434,40 @@ impl Mixture {
             self.segment += 1;
             self.chairman = Chairman::new(&self.segments[self.segment].weights);
         }
+        let room = try_room(&mut self.runs, n).map(|()| self.runs.clear());
+        room.map_err(|e| e.error("mixture", format!("a batch of {per} records")))?;
+        // The sources in batch order; then each source's records as one run
+        // of its stream (so a cyclic source's permutation runs many inputs
+        // side by side: the draw runs under the loader's lock); then each
+        // record's index taken from its source's run, in batch order.
         self.taken.fill(0);
-        // Each source's next position as (epoch, offset): one division per
-        // source and step, none per record (the draw runs under the loader's lock).
-        for ((c, &d), &len) in self.cursors.iter_mut().zip(&self.drawn).zip(&self.lengths) {
-            *c = (d / len, d % len);
-        }
+        self.skipped.fill(0);
+        self.starts.fill(0);
         for j in 0..self.batch_size {
             let s = self.chairman.next();
-            let (epoch, offset) = self.cursors[s];
-            if (lo..hi).contains(&j) {
+            if j < lo {
+                self.skipped[s] += 1;
+            } else if j < hi {
                 sources.push(s as u32);
-                indices.push(self.index(s, epoch, offset));
+                self.starts[s + 1] += 1;
             }
             self.taken[s] += 1;
-            self.cursors[s] =
-                if offset + 1 == self.lengths[s] { (epoch.wrapping_add(1), 0) } else { (epoch, offset + 1) };
+        }
+        for s in 1..self.starts.len() {
+            self.starts[s] += self.starts[s - 1];
+        }
+        self.runs.resize(sources.len(), 0);
+        for s in 0..self.lengths.len() {
+            let (from, to) = (self.starts[s], self.starts[s + 1]);
+            if from < to {
+                let position = self.drawn[s].wrapping_add(self.skipped[s]);
+                self.draw_run(s, position, from, to);
+            }
+        }
+        for &s in sources.iter() {
+            let next = &mut self.starts[s as usize];
+            indices.push(self.runs[*next]);
+            *next += 1;
         }
         for (d, t) in self.drawn.iter_mut().zip(&self.taken) {
             *d = d.wrapping_add(*t);
@@ -536,18 +562,40 @@ impl Mixture {
         self.world
     }
 
-    /// Record `epoch × length + offset` of source `s`'s own stream.
-    fn index(&mut self, s: usize, epoch: u64, offset: u64) -> u64 {
+    /// Records `position..` of source `s`'s own stream (positions wrap at
+    /// 2^64, as `drawn` does) into `runs[from..to]`.
+    fn draw_run(&mut self, s: usize, position: u64, from: usize, to: usize) {
         let (len, key) = (self.lengths[s], self.keys[s]);
+        let out = &mut self.runs[from..to];
         match self.modes[s] {
-            Mode::Sequential => offset,
-            Mode::Iid => uniform(key, epoch.wrapping_mul(len).wrapping_add(offset), len),
-            Mode::Cyclic => {
-                let cached = &mut self.perms[s];
-                if !matches!(cached, Some((e, _)) if *e == epoch) {
-                    *cached = Some((epoch, Permutation::new(mix(key, epoch, 0), len)));
+            Mode::Sequential => {
+                for (o, p) in out.iter_mut().zip(0u64..) {
+                    *o = position.wrapping_add(p) % len;
                 }
-                cached.as_ref().map_or(0, |(_, perm)| perm.apply(offset))
+            }
+            Mode::Iid => {
+                for (o, p) in out.iter_mut().zip(0u64..) {
+                    *o = uniform(key, position.wrapping_add(p), len);
+                }
+            }
+            Mode::Cyclic => {
+                let (mut epoch, mut offset) = (position / len, position % len);
+                let mut rest = out;
+                while !rest.is_empty() {
+                    let here = usize::try_from(len - offset).map_or(rest.len(), |left| left.min(rest.len()));
+                    let cached = &mut self.perms[s];
+                    if !matches!(cached, Some((e, _)) if *e == epoch) {
+                        *cached = Some((epoch, Permutation::new(mix(key, epoch, 0), len)));
+                    }
+                    let (now, later) = rest.split_at_mut(here);
+                    if let Some((_, perm)) = cached {
+                        perm.apply_run(offset, now);
+                    }
+                    (rest, offset) = (later, offset + here as u64);
+                    if offset == len {
+                        (epoch, offset) = (epoch.wrapping_add(1), 0);
+                    }
+                }
             }
         }
     }

@@ -208,21 +208,82 @@ impl Permutation {
         if self.n <= 1 {
             return 0;
         }
-        let mut x = x;
-        loop {
-            let mut l = x >> self.half;
-            let mut r = x & self.mask;
-            for &k in &self.round_keys {
-                let f = finalize(k ^ r.wrapping_mul(MIX_VALUE)) & self.mask;
-                (l, r) = (r, l ^ f);
+        self.walk(x)
+    }
+
+    /// The images of `start..start + out.len()` into `out`, equal to
+    /// [`Permutation::apply`] on each, [`LANES`] inputs in flight at a time:
+    /// their Feistel chains are independent, so the CPU overlaps the
+    /// multiplies that `apply` waits on one after another. A lane whose value
+    /// lands in range takes the next input, by selects rather than branches
+    /// (whether a value must walk again is a coin toss no predictor learns).
+    /// The draw of a cyclic batch runs under the loader's lock.
+    ///
+    /// # Panics
+    ///
+    /// If the run reaches past `n`.
+    pub fn apply_run(&self, start: u64, out: &mut [u64]) {
+        let len = out.len() as u64;
+        assert!(
+            start.checked_add(len).is_some_and(|e| e <= self.n),
+            "permutation run {start}+{len} outside [0, {})",
+            self.n
+        );
+        if self.n <= 1 {
+            out.fill(0);
+            return;
+        }
+        let lanes = (LANES as u64).min(len);
+        // Each lane: the value to pass through the network next, and the
+        // output slot it belongs to; `next` is the next input not in a lane.
+        let mut value: [u64; LANES] = std::array::from_fn(|i| start + i as u64);
+        let mut slot: [u64; LANES] = std::array::from_fn(|i| i as u64);
+        let mut next = lanes;
+        while next + LANES as u64 <= len {
+            for (v, at) in value.iter_mut().zip(&mut slot) {
+                let y = self.network(*v);
+                let done = y < self.n;
+                // Overwritten by the final value if this one is out of range.
+                out[*at as usize] = y;
+                *v = if done { start + next } else { y };
+                *at = if done { next } else { *at };
+                next += u64::from(done);
             }
-            x = (l << self.half) | r;
+        }
+        for (&v, &at) in value.iter().zip(&slot).take(lanes as usize) {
+            out[at as usize] = self.walk(v);
+        }
+        for at in next..len {
+            out[at as usize] = self.walk(start + at);
+        }
+    }
+
+    /// The network over `x` until it lands in range (cycle walking).
+    #[inline]
+    fn walk(&self, mut x: u64) -> u64 {
+        loop {
+            x = self.network(x);
             if x < self.n {
                 return x;
             }
         }
     }
+
+    /// One pass of the 4-round network over the `2·half`-bit domain.
+    #[inline(always)]
+    fn network(&self, x: u64) -> u64 {
+        let mut l = x >> self.half;
+        let mut r = x & self.mask;
+        for &k in &self.round_keys {
+            let f = finalize(k ^ r.wrapping_mul(MIX_VALUE)) & self.mask;
+            (l, r) = (r, l ^ f);
+        }
+        (l << self.half) | r
+    }
 }
+
+/// Inputs [`Permutation::apply_run`] evaluates side by side.
+pub const LANES: usize = 4;
 
 /// What a mode needs to remember between batches.
 #[derive(Clone, Debug)]
@@ -384,7 +445,9 @@ impl Sampler {
                 }
             }
             State::Cyclic { cycle, cursor, usable, perm } => {
-                out.extend((lo..hi).map(|i| perm.apply(*cursor + i)));
+                let from = out.len();
+                out.resize(from + (hi - lo) as usize, 0);
+                perm.apply_run(*cursor + lo, &mut out[from..]);
                 *cursor += global;
                 if *cursor >= *usable {
                     *cursor = 0;
