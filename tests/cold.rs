@@ -177,3 +177,25 @@ fn a_warm_store_is_probed_again_after_256_records() {
     store.gather(&[2900, 2901]).unwrap(); // after 256: probes, finds them cold
     assert_eq!(store.cold_gathers(), 1);
 }
+
+/// A store partly in memory is read cold: the probe asks about records
+/// spread over the batch, so one resident record (here the batch's first,
+/// paged in by a gather of its own) does not send the rest through page
+/// faults one at a time.
+#[test]
+fn a_batch_whose_first_record_is_resident_among_cold_ones_reads_cold() {
+    let _one = serial();
+    let dir = scratch("partly-warm");
+    write(&dir, false, Codec::Raw);
+    let idx = indices();
+    let want = Store::open(&dir).unwrap().gather_any(&idx).unwrap();
+    cache::evict(&dir).unwrap();
+    let store = Store::open(&dir).unwrap();
+    store.gather(&idx[..1]).unwrap(); // one record: read through the map, no probe
+    assert_eq!(store.cold_gathers(), 0);
+    let got = store.gather_any(&idx).unwrap();
+    assert_eq!(store.cold_gathers(), 1, "a batch led by a resident record read warm");
+    for k in 0..idx.len() {
+        assert_eq!(got.record(k), want.record(k), "record {k}");
+    }
+}

@@ -94,10 +94,19 @@ const MIN_PART_BYTES: usize = 4 << 10;
 /// system call.
 const COLD_STICKY: u32 = 8;
 /// Records gathered after a probe found a store warm before the next probe:
-/// one probe a batch of 256 (about 1 µs against 0.5-1 ms of gathering), and
+/// one probe a batch of 256 (`PROBES` system calls of about 1 µs, against
+/// 0.5-1 ms of gathering), and
 /// no more when the batches are small or a dataset cuts one batch into a
 /// few records per shard (64 probes a batch cost a tenth of its decoding).
 const WARM_RECORDS: u64 = 256;
+/// Records a probe asks about, spread over the batch: the batch reads cold
+/// if any is out of memory. A store partly in memory (pages another reader
+/// or a live map keeps, or a cache that evicted some) has resident records
+/// among cold ones; one resident record must not send the whole batch
+/// through page faults, one at a time, the slow path by far (3-9x on 64 KiB
+/// records), while reading a half-warm batch cold costs a copy from the
+/// page cache.
+const PROBES: usize = 4;
 /// How far ahead of its copy a Dense row's bytes are asked for (see
 /// [`prefetch_ahead`]).
 const PREFETCH_ROWS: usize = 8;
@@ -457,9 +466,9 @@ impl Store {
     /// for every record at once (its location entries, then its stored
     /// bytes) so the device works on all of them together, then reads them
     /// with pread: no map of cold pages, so the process's resident memory
-    /// stays its batches, not the store. One record's residency is probed
-    /// (one system call) per gather, or per `WARM_RECORDS` records after a
-    /// warm probe; after a cold probe the next `COLD_STICKY` gathers read
+    /// stays its batches, not the store. `PROBES` records' residency is
+    /// probed (a system call each) per gather, or per `WARM_RECORDS` records
+    /// after a warm probe; after a cold probe the next `COLD_STICKY` gathers read
     /// cold without probing.
     fn access(&self, plan: &GatherPlan<'_>) -> InMemory<'_> {
         let warm = self.in_memory();
@@ -489,8 +498,11 @@ impl Store {
             return false;
         }
         self.warm_records.store(0, Ordering::Relaxed);
-        let Ok(loc) = self.loc_at(plan.indices()[0]) else { return false };
-        let cold = self.data.is_resident(loc.offset) == Some(false);
+        let idx = plan.indices();
+        let cold = (0..PROBES).map(|k| idx[k * idx.len() / PROBES]).any(|i| {
+            let loc = self.loc_at(i);
+            loc.is_ok_and(|loc| self.data.is_resident(loc.offset) == Some(false))
+        });
         if cold {
             self.cold_left.store(COLD_STICKY, Ordering::Relaxed);
             self.warm_records.store(WARM_RECORDS, Ordering::Relaxed);
