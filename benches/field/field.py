@@ -39,10 +39,11 @@ per frame, times the cores) for zstd and zstd_dict rows. zrecord's rows get a
 system: ``COLD``) adds cold rounds after the warm ones: before each, every
 row's store is closed, its files evicted from the page cache and reopened;
 every row reads records of its own that no round has read (``cold_rounds``
-says why), each batch checked against the source. Beside them, the Rust CLI
-(``zrecord bench --cold --backend pread``, Python has no backend choice) on a
-copy of zrecord's store gives the pread backend's cold rate and the device's
-own limit: ``O_DIRECT`` random reads of one record at queue depths 1..64.
+says why), each batch checked against the source. It adds the rows
+``zrecord-pread`` (raw, zstd): the Python package with ``backend="pread"``,
+on stores of their own. Beside them, the Rust CLI (``zrecord bench --cold
+--backend pread``) on a copy of zrecord's store gives the device's own
+limit: ``O_DIRECT`` random reads of one record at queue depths 1..64.
 """
 
 import argparse
@@ -198,6 +199,16 @@ class Zrecord(Backend):
 
     def close(self):
         self.ds.close()
+
+
+class ZrecordPread(Zrecord):
+    """zrecord with the pread backend (--cold only): no map, every record
+    read by a system call, the page cache then holding what was read."""
+
+    system = "zrecord-pread"
+
+    def open(self, path, w):
+        self.ds = (zrecord.Dense if w.dense else zrecord.Ragged).open(path, backend="pread")
 
 
 class Loaderx(Zrecord):
@@ -596,9 +607,10 @@ class Lance(Backend):
         del self.ds
 
 
-def backends(workload):
+def backends(workload, cold=False):
     zc = ["raw", "zstd", "zstd_dict"]
-    rows = [Zrecord(c) for c in zc] + [Loaderx(c) for c in zc] + [NpyMmap()]
+    rows = [Zrecord(c) for c in zc] + [ZrecordPread(c) for c in zc[:2] if cold] + [Loaderx(c) for c in zc]
+    rows += [NpyMmap()]
     rows += [Lmdb()]
     rows += [cls(c) for cls in (ArrowIpc, Parquet, ArrayRecord, TileDB, Lance) for c in ("raw", "zstd")]
     rows += [Hdf5("raw"), Hdf5("gzip")]
@@ -727,7 +739,7 @@ def run_workload(name, n, args, root):
     assert all(np.array_equal(np.asarray(lx.next()), b) for b in batches[:8]), "loaderx's sampler draws other batches"
     batches_ip = [b.astype(np.intp) for b in batches]
     rows = []
-    for be in backends(w):
+    for be in backends(w, args.cold):
         if args.systems and be.system not in args.systems:
             continue
         row = Row(be)
@@ -868,7 +880,7 @@ def report(w, rows, limits, out_md, json_rows):
         return median([a.rec_s(i) / b.rec_s(i) for i in range(len(a.rounds))])
 
     def best_peer(r):
-        peers = [p for p in live if p.system != "zrecord" and p is not r and klass(p) == klass(r)]
+        peers = [p for p in live if not p.system.startswith("zrecord") and p is not r and klass(p) == klass(r)]
         return max(peers, key=lambda p: p.rec_s(), default=None)
 
     def fmt(v, d=1, suffix=""):
@@ -878,7 +890,7 @@ def report(w, rows, limits, out_md, json_rows):
              "| system | codec | write MiB/s | gather MiB/s | krecords/s | p95 ms | disk MiB | ratio | vs loaderx "
              "| vs numpy | write vs loaderx | vs best peer | % of limit |",
              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    zr_order = {"zrecord": 0}
+    zr_order = {"zrecord": 0, "zrecord-pread": 1}
     for r in sorted(rows, key=lambda r: (klass(r) != "raw", -(r.rec_s() if r.rounds else 0))):
         if r.error:
             lines.append(f"| {r.system} | {r.codec} | – | failed: {r.error[:80]} | | | | | | | | | |")
@@ -975,7 +987,7 @@ def targets(w, rows, limits, find, ratio):
         z = find("zrecord", codec)
         if not z:
             continue
-        cls = [p for p in live if p.system != "zrecord" and (p.codec == "raw") == (codec == "raw")]
+        cls = [p for p in live if not p.system.startswith("zrecord") and (p.codec == "raw") == (codec == "raw")]
         if cls:
             best = max(cls, key=lambda p: p.rec_s())
             out.append((f"{w.name} {codec} gather vs best other {'raw' if codec == 'raw' else 'compressed'} store "
