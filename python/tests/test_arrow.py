@@ -218,3 +218,13 @@ def test_a_shard_must_agree_on_the_arrow_type(tmp_path):
         zrecord.write_dataset(tmp_path / "ds", {"t": [np.frombuffer(b"de", np.uint8)]}, mode="append")
     again = zrecord.write_dataset(tmp_path / "ds", pa.table({"t": ["de"]}), mode="append")
     assert again.to_arrow()["t"].to_pylist() == ["ab", "c", "de"]
+
+
+def test_ragged_keeps_a_column_ragged_when_a_part_has_one_shape(tmp_path):
+    parts = [{"img": np.zeros((2, 4, 3), np.uint8)}, {"img": np.ones((1, 5, 3), np.uint8)}]
+    with pytest.raises(ZrecordError, match="item_shape"):
+        zrecord.write_dataset(tmp_path / "dense", parts)
+    ds = zrecord.write_dataset(tmp_path / "ragged", parts, ragged=["img"])
+    assert [r.shape for r in ds["img"][:]] == [(4, 3), (4, 3), (5, 3)]
+    with pytest.raises(ValueError, match="ragged names column 'nope'"):
+        zrecord.write_shard(tmp_path / "x", parts[0], ragged=["nope"])

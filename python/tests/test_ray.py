@@ -25,6 +25,8 @@ N = 100_000
 @pytest.fixture(scope="module")
 def local_ray():
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    # FailingSink goes to the workers by value (they cannot import this file).
+    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
     ctx = ray.data.DataContext.get_current()
     ctx.execution_options.preserve_order = True
     ctx.enable_progress_bars = False
@@ -167,7 +169,7 @@ def test_images_of_one_and_of_many_shapes(local_ray, tmp_path):
     for folder, want, kind in [("same", same, "dense"), ("mixed", mixed, "ragged")]:
         uri = str(tmp_path / f"ds-{folder}")
         ray.data.read_images(str(tmp_path / folder), include_paths=True, mode="RGB").write_datasink(
-            zray.DatasetSink(uri))
+            zray.DatasetSink(uri, ragged=["image"] if kind == "ragged" else None))
         ds = zrecord.open_dataset(uri)
         assert (type(ds["image"]).__name__.lower(), ds["image"].dtype) == (kind, np.uint8)
         got = by_path(ds)
@@ -184,7 +186,7 @@ def test_a_resumed_conversion_skips_what_was_committed(local_ray, tmp_path):
     # The first run committed its first part, then died.
     ray.data.read_images(files[:2], include_paths=True).write_datasink(
         zray.DatasetSink(uri, mode="append", key="path"))
-    assert len(zray.committed_keys(uri, "path")) == 2
+    assert zray.committed_keys(uri, "path") == set(files[:2])   # the local paths, as given
     # The rerun converts everything, part by part: nothing twice.
     for part in (files[:3], files[3:]):
         ray.data.read_images(part, include_paths=True).write_datasink(

@@ -274,6 +274,7 @@ def write_shard(
     codec: _Codec = "zstd",
     codecs: Optional[Mapping[str, _Codec]] = None,
     dictionaries: Optional[Mapping[str, bytes]] = None,
+    ragged: Optional[Iterable[str]] = None,
 ) -> ShardInfo:
     """Write ``data`` as one new, uncommitted shard of the dataset at ``uri`` (a directory or bucket URL)."""
 
@@ -294,6 +295,7 @@ def write_dataset(
     mode: Literal["create", "append", "overwrite"] = "create",
     codecs: Optional[Mapping[str, _Codec]] = None,
     dictionaries: Optional[Mapping[str, bytes]] = None,
+    ragged: Optional[Iterable[str]] = None,
 ) -> "Dataset":
     """Write ``data`` as shards and commit them once; returns the dataset at that version."""
 

@@ -112,20 +112,30 @@ def _write_local(root, columns, codec, codecs, dictionaries, arrow):
     return ShardInfo(shard.finish(arrow))
 
 
-def _data(data):
+def _data(data, ragged=None):
     """``(columns, arrow types)`` of one shard's data: a dict as it is, or
-    Arrow data (a ``RecordBatchReader`` read whole) through the type mapping."""
+    Arrow data (a ``RecordBatchReader`` read whole) through the type
+    mapping; the columns named in ``ragged`` as Ragged records, whatever
+    their shapes."""
     parts = _arrow.tables(data)
-    if parts is None:
-        return _columns(data), {}
-    import pyarrow as pa
-    parts = list(parts)
-    table = parts[0] if len(parts) == 1 else pa.Table.from_batches(parts)
-    data, types = _arrow.columns(table)
+    types = {}
+    if parts is not None:
+        import pyarrow as pa
+        parts = list(parts)
+        table = parts[0] if len(parts) == 1 else pa.Table.from_batches(parts)
+        data, types = _arrow.columns(table)
+    if ragged:
+        data = dict(data) if isinstance(data, Mapping) else data
+        for name in ragged:
+            if not isinstance(data, Mapping) or name not in data:
+                raise ValueError(f"ragged names column {name!r}, which the data does not have")
+            if isinstance(data[name], np.ndarray):
+                data[name] = list(data[name])
+                types.pop(name, None)
     return _columns(data), types
 
 
-def write_shard(uri, data, *, codec="zstd", codecs=None, dictionaries=None):
+def write_shard(uri, data, *, codec="zstd", codecs=None, dictionaries=None, ragged=None):
     """Write ``data`` (a dict of column name -> NumPy array for a Dense
     column, first axis the records, or list of arrays for a Ragged one; or a
     ``pyarrow.Table``, ``RecordBatch``, ``RecordBatchReader`` or Hugging Face
@@ -137,13 +147,15 @@ def write_shard(uri, data, *, codec="zstd", codecs=None, dictionaries=None):
     column is ``zstd_dict``, and shards given the same bytes share them (the
     manifest names the dictionary once; a shard with another dictionary
     still commits, and then each shard of that column reads with its own).
+    ``ragged`` names columns written as Ragged even when every record of
+    this shard has one shape (images of many sizes, in parts of one size).
 
     Columns of unequal length raise ``ValueError`` before anything is
     written. A bucket shard is written to a local temporary directory, then
     uploaded; a shard that never gets committed is removed by ``zrecord
     dataset gc``.
     """
-    columns, arrow = _data(data)
+    columns, arrow = _data(data, ragged)
     if not _is_url(uri):
         return _write_local(_target(uri), columns, codec, codecs, dictionaries, arrow)
     staging = tempfile.mkdtemp(prefix="zrecord-shard-")
@@ -185,7 +197,7 @@ def gc(uri, older_than, *, dry_run=False):
 
 
 def write_dataset(uri, data, *, codec="zstd", rows_per_shard=None, mode="create", codecs=None,
-                  dictionaries=None):
+                  dictionaries=None, ragged=None):
     """Write ``data`` as shards of the dataset at ``uri`` and commit them once
     (``mode`` as for ``commit``); return the dataset opened at that version.
 
@@ -194,8 +206,8 @@ def write_dataset(uri, data, *, codec="zstd", rows_per_shard=None, mode="create"
     ``datasets.Dataset``, or an iterable of these (a ``RecordBatchReader``
     is its batches); each part is one or more shards. ``rows_per_shard``
     cuts each part into shards of at most that many records (default: one
-    shard per part). ``codec``, ``codecs`` and ``dictionaries`` as for
-    ``write_shard``. Arrow columns map to zrecord columns as
+    shard per part). ``codec``, ``codecs``, ``dictionaries`` and ``ragged``
+    as for ``write_shard``. Arrow columns map to zrecord columns as
     ``docs/ARROW_RAY.md`` says; ``Dataset.to_arrow`` gives them back.
     """
     if rows_per_shard is not None and (isinstance(rows_per_shard, bool) or
@@ -212,7 +224,7 @@ def write_dataset(uri, data, *, codec="zstd", rows_per_shard=None, mode="create"
             rows = (part.slice(start, step) if arrow else
                     {k: v[start:start + step] for k, v in part.items()})
             infos.append(write_shard(uri, rows, codec=codec, codecs=codecs,
-                                     dictionaries=dictionaries))
+                                     dictionaries=dictionaries, ragged=ragged))
     version = commit(uri, infos, mode=mode)
     return open_dataset(uri, version=version)
 

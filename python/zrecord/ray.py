@@ -38,8 +38,10 @@ def committed_keys(uri, key):
 class DatasetSink(Datasink):
     """A Ray Data sink writing the dataset at ``uri`` (a directory, or an
     ``s3://``, ``gs://``, ``az://`` prefix): ``codec``, ``codecs`` and
-    ``dictionaries`` as for ``zrecord.write_shard``, ``mode`` as for
-    ``zrecord.commit``. Each block is one shard, cut into shards of at most
+    ``dictionaries`` and ``ragged`` as for ``zrecord.write_shard`` (name the
+    image column in ``ragged`` for images of several sizes: Ray hands each
+    block's images over as one tensor when their shapes agree), ``mode`` as
+    for ``zrecord.commit``. Each block is one shard, cut into shards of at most
     ``rows_per_shard`` rows when given; columns map from Arrow as
     ``to_arrow`` maps back (Ray's tensor columns are Dense or Ragged).
 
@@ -52,9 +54,9 @@ class DatasetSink(Datasink):
     """
 
     def __init__(self, uri, *, codec="zstd", codecs=None, dictionaries=None, mode="create",
-                 rows_per_shard=None, key=None):
+                 rows_per_shard=None, key=None, ragged=None):
         self.uri = uri
-        self.options = dict(codec=codec, codecs=codecs, dictionaries=dictionaries)
+        self.options = dict(codec=codec, codecs=codecs, dictionaries=dictionaries, ragged=ragged)
         self.mode = mode
         self.rows_per_shard = rows_per_shard
         self.key = key
