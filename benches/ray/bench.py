@@ -34,7 +34,6 @@ Methodology:
 """
 
 import argparse
-import json
 import platform
 import shutil
 import sys
@@ -48,12 +47,13 @@ import pyarrow as pa
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "python"))
 from bench import make_vision_records, zipf_tokens  # noqa: E402
+from timing import save_results  # noqa: E402
 
 BATCH = 256
 
 
 def workloads(quick):
-    n_img, n_tok = (64, 2_048) if quick else (4_096, 262_144)
+    n_img, n_tok = (64, 2_048) if quick else (2_048, 131_072)
     rng = np.random.default_rng(0)
     images = np.stack(make_vision_records()([(3, 224, 224)] * n_img, 7)).reshape(n_img, -1)
     tokens = zipf_tokens(rng, n_tok * 512).reshape(n_tok, 512)
@@ -212,12 +212,7 @@ def main():
         shutil.rmtree(work, ignore_errors=True)
         ray.shutdown()
     cmd = "python benches/ray/bench.py " + " ".join(sys.argv[1:])
-    md = markdown(rows, cmd)
-    print(md)
-    if args.json:
-        Path(args.json).write_text(json.dumps({"command": cmd, "rows": rows}, indent=1) + "\n")
-    if args.md:
-        Path(args.md).write_text(md)
+    save_results(args, markdown(rows, cmd), {"command": cmd, "rows": rows})
 
 
 if __name__ == "__main__":
