@@ -104,14 +104,17 @@ class _Source(Datasource):
 
     def get_read_tasks(self, parallelism, per_task_row_limit=None, data_context=None):
         """Equal ranges of records, in dataset order (a range may lie within
-        one shard or span several)."""
-        k = max(1, min(parallelism, self.length))
+        one shard or span several), of at least ``TASK_BYTES`` each."""
+        # No task smaller than TASK_BYTES: each one opens the dataset, and
+        # Ray's default parallelism (hundreds) would spend more on tasks than reads.
+        k = max(1, min(parallelism, self.length, -(-self.row_bytes * self.length // TASK_BYTES)))
         cuts = [self.length * i // k for i in range(k + 1)]
         tasks = []
         for start, stop in zip(cuts, cuts[1:]):
             meta = BlockMetadata(num_rows=stop - start, size_bytes=self.row_bytes * (stop - start),
                                  input_files=None, exec_stats=None)
-            read = functools.partial(_read, self.uri, self.version, self.columns, start, stop)
+            rows = max(1, BLOCK_BYTES // max(self.row_bytes, 1))
+            read = functools.partial(_read, self.uri, self.version, self.columns, start, stop, rows)
             tasks.append(ReadTask(read, meta, per_task_row_limit=per_task_row_limit))
         return tasks
 
@@ -120,17 +123,19 @@ def _nbytes(v):
     return v.nbytes if isinstance(v, np.ndarray) else sum(r.nbytes for r in v)
 
 
-# Rows gathered per block a read task yields.
-BLOCK_ROWS = 4096
+# About this many bytes (by the first record's size) per block a read task
+# yields, and at least this many per read task.
+BLOCK_BYTES = 64 << 20
+TASK_BYTES = 32 << 20
 
 
-def _read(uri, version, columns, start, stop):
-    """Blocks of the records ``start..stop``: NumPy columns (text as ``str``,
-    bytes as ``bytes``, Ragged records as arrays of their shapes)."""
+def _read(uri, version, columns, start, stop, rows):
+    """Blocks of ``rows`` records of ``start..stop``: NumPy columns (text as
+    ``str``, bytes as ``bytes``, Ragged records as arrays of their shapes)."""
     ds = open_dataset(uri, version)
     types = ds._native.arrow_types
-    for lo in range(start, stop, BLOCK_ROWS):
-        idx = np.arange(lo, min(lo + BLOCK_ROWS, stop))
+    for lo in range(start, stop, rows):
+        idx = np.arange(lo, min(lo + rows, stop))
         batch = {}
         for name in columns:
             col = ds[name]
