@@ -140,7 +140,7 @@ def test_sink_and_source_on_s3(local_ray, moto):
     ray.data.from_arrow(blocks(table, 3)).write_datasink(zray.DatasetSink(uri), ray_remote_args=remote)
     ds = zrecord.open_dataset(uri)
     assert len(ds.shards) == 3 and ds.to_arrow().equals(table)
-    ids = [r["id"] for r in zray.read_dataset(uri, columns=["id"], ray_remote_args=remote).iter_rows()]
+    ids = [r["id"] for r in zray.read_dataset(uri, columns=["id"], runtime_env=remote["runtime_env"]).iter_rows()]
     assert ids == list(range(3_000))
 
 

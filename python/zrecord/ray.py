@@ -154,15 +154,12 @@ def _read(uri, version, columns, start, stop, rows):
         yield BlockAccessor.batch_to_block(batch)
 
 
-def read_dataset(uri, columns=None, version=None, *, override_num_blocks=None, ray_remote_args=None):
+def read_dataset(uri, columns=None, version=None, **read_args):
     """Version ``version`` (default: the newest) of the dataset at ``uri``
     as a ``ray.data.Dataset`` of ``columns`` (default: all): read tasks of
     equal ranges of records, rows in dataset order (Ray keeps that order
     when ``DataContext.execution_options.preserve_order`` is set, or with
-    ``streaming_split(..., equal=True)`` per split). ``override_num_blocks``
-    and ``ray_remote_args`` as for ``ray.data.read_datasource``."""
-    source = _Source(uri, columns, version)
-    return ray.data.read_datasource(source, override_num_blocks=override_num_blocks,
-                                    ray_remote_args=ray_remote_args)
-
-
+    ``streaming_split(..., equal=True)`` per split). ``read_args``
+    (``override_num_blocks``, ``runtime_env``, ``concurrency``, ...) go to
+    ``ray.data.read_datasource``."""
+    return ray.data.read_datasource(_Source(uri, columns, version), **read_args)

@@ -35,8 +35,6 @@ def read_dataset(
     uri: _PathLike,
     columns: Optional[Iterable[str]] = None,
     version: Optional[int] = None,
-    *,
-    override_num_blocks: Optional[int] = None,
-    ray_remote_args: Optional[Mapping[str, Any]] = None,
+    **read_args: Any,
 ) -> Any:
     """A ``ray.data.Dataset`` of the dataset's records, in order."""
