@@ -90,9 +90,9 @@ def _numpy(pa, name, t, arr):
     return arr.to_numpy(zero_copy_only=False)
 
 
-def _split(name, t, values, offsets, inner=()):
-    """Records ``values[offsets[i]:offsets[i + 1]]`` (views), each reshaped
-    to ``(-1, *inner)``; empty records are refused (the format has none)."""
+def _split(name, t, values, offsets):
+    """Records ``values[offsets[i]:offsets[i + 1]]`` (views); empty records
+    are refused (the format has none)."""
     empty = np.flatnonzero(offsets[1:] == offsets[:-1])
     if len(empty):
         raise _refuse(name, t, f"row {int(empty[0])} is empty ({len(empty)} empty rows); a zrecord "
@@ -122,13 +122,11 @@ def _column(pa, name, arr):
             shape.append(values.type.list_size)
             values = values.flatten()
         return _numpy(pa, name, t, values).reshape(len(arr), *shape), "fixed_size_list"
-    if t in (pa.string(), pa.binary(), pa.large_string(), pa.large_binary()):
-        wide = t in (pa.large_string(), pa.large_binary())
-        offsets = _offsets(arr, np.int64 if wide else np.int32)
+    if not isinstance(t, pa.ExtensionType) and str(t) in TEXT:
+        offsets = _offsets(arr, np.int64 if str(t).startswith("large_") else np.int32)
         data = arr.buffers()[2]
         values = np.frombuffer(data, np.uint8) if data is not None else np.empty(0, np.uint8)
-        return _split(name, t, values, offsets), TEXT[[pa.string(), pa.large_string(), pa.binary(),
-                                                       pa.large_binary()].index(t)]
+        return _split(name, t, values, offsets), str(t)
     if pa.types.is_list(t) or pa.types.is_large_list(t):
         offsets = _offsets(arr, np.int64 if pa.types.is_large_list(t) else np.int32)
         values = _numpy(pa, name, t, arr.values)
