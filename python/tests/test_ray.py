@@ -166,6 +166,10 @@ def test_images_of_one_and_of_many_shapes(local_ray, tmp_path):
     pytest.importorskip("PIL")
     same = make_images(tmp_path / "same", [(6, 8)] * 4, "jpeg")
     mixed = make_images(tmp_path / "mixed", [(6, 8), (5, 3), (9, 2)])
+    with pytest.raises(zrecord.ZrecordError, match=r"ragged=\[\.\.\.\]"):
+        ray.data.read_images(str(tmp_path / "mixed"), include_paths=True, mode="RGB").write_datasink(
+            zray.DatasetSink(str(tmp_path / "refused")))
+    assert not (tmp_path / "refused" / "zrecord.json").exists()
     for folder, want, kind in [("same", same, "dense"), ("mixed", mixed, "ragged")]:
         uri = str(tmp_path / f"ds-{folder}")
         ray.data.read_images(str(tmp_path / folder), include_paths=True, mode="RGB").write_datasink(

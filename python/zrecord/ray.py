@@ -18,6 +18,7 @@ from ray.data.datasource import Datasink, Datasource, ReadTask
 
 from ._arrow import TEXT
 from ._dataset import commit, open_dataset, write_shard
+from ._errors import ZrecordError
 from ._records import Dense
 
 __all__ = ["DatasetSink", "committed_keys", "read_dataset"]
@@ -83,8 +84,16 @@ class DatasetSink(Datasink):
     def on_write_complete(self, write_result):
         """Commit every task's shards, in task order, as one version."""
         infos = [i for _, part in sorted(write_result.write_returns, key=lambda r: r[0]) for i in part]
-        if infos:
+        if not infos:
+            return
+        try:
             self.version = commit(self.uri, infos, mode=self.mode)
+        except ZrecordError as e:
+            if "item_shape" not in str(e):
+                raise
+            raise type(e)(e.code, f"{e} (Ray hands over each block's tensors as one shape when they "
+                                  "agree: for records of several shapes, name the column in "
+                                  "DatasetSink(..., ragged=[...]))") from e
 
 
 class _Source(Datasource):
