@@ -22,3 +22,15 @@ def time_batches(fn, batches, cursor, min_s, cut=slice(None)):
         total += dt
         lat.append(dt)
     return lat, cursor
+
+
+def save_results(args, md, data):
+    """Print a benchmark's Markdown table and write it, and ``data`` as JSON,
+    where ``--md`` and ``--json`` say."""
+    import json
+    from pathlib import Path
+    print(md)
+    if args.json:
+        Path(args.json).write_text(json.dumps(data, indent=1) + "\n")
+    if args.md:
+        Path(args.md).write_text(md)

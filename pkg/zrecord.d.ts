@@ -135,6 +135,11 @@ export class DatasetColumn {
      */
     stats(): { requests: number; bytes: number };
     /**
+     * The Arrow type the column was written from (`string`, `binary`, ...),
+     * when it was: the viewer shows a `string` column's records as text.
+     */
+    readonly arrow: string | undefined;
+    /**
      * Whether gathers check records against the shards' checksum sidecars.
      */
     readonly checked: boolean;
@@ -272,6 +277,7 @@ export interface InitOutput {
     readonly dataset_stats: (a: number) => any;
     readonly dataset_url: (a: number, b: number) => void;
     readonly dataset_version: (a: number) => number;
+    readonly datasetcolumn_arrow: (a: number, b: number) => void;
     readonly datasetcolumn_checked: (a: number) => number;
     readonly datasetcolumn_codec: (a: number, b: number) => void;
     readonly datasetcolumn_dtype: (a: number, b: number) => void;
@@ -298,8 +304,8 @@ export interface InitOutput {
     readonly store_openFiles: (a: any, b: number) => any;
     readonly store_stats: (a: number) => any;
     readonly store_url: (a: number, b: number) => void;
-    readonly __wasm_bindgen_func_elem_833: (a: number, b: number, c: number, d: any) => void;
-    readonly __wasm_bindgen_func_elem_846: (a: number, b: number, c: any, d: any) => void;
+    readonly __wasm_bindgen_func_elem_839: (a: number, b: number, c: number, d: any) => void;
+    readonly __wasm_bindgen_func_elem_852: (a: number, b: number, c: any, d: any) => void;
     readonly __wbindgen_export: (a: number, b: number) => number;
     readonly __wbindgen_export2: (a: number, b: number, c: number, d: number) => number;
     readonly __wbindgen_export3: (a: number, b: number, c: number) => void;

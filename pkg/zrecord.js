@@ -161,6 +161,27 @@ export class DatasetColumn {
         wasm.__wbg_datasetcolumn_free(ptr, 0);
     }
     /**
+     * The Arrow type the column was written from (`string`, `binary`, ...),
+     * when it was: the viewer shows a `string` column's records as text.
+     * @returns {string | undefined}
+     */
+    get arrow() {
+        try {
+            const retptr = wasm.__wbindgen_add_to_stack_pointer(-16) >>> 0;
+            wasm.datasetcolumn_arrow(retptr, this.__wbg_ptr);
+            var r0 = getDataViewMemory0().getInt32(retptr + 4 * 0, true);
+            var r1 = getDataViewMemory0().getInt32(retptr + 4 * 1, true);
+            let v1;
+            if (r0 !== 0) {
+                v1 = getStringFromWasm0(r0, r1);
+                wasm.__wbindgen_export3(r0, r1 * 1, 1);
+            }
+            return v1;
+        } finally {
+            wasm.__wbindgen_add_to_stack_pointer(16);
+        }
+    }
+    /**
      * Whether gathers check records against the shards' checksum sidecars.
      * @returns {boolean}
      */
@@ -884,7 +905,7 @@ function __wbg_get_imports() {
                     const a = state0.a;
                     state0.a = 0;
                     try {
-                        return __wasm_bindgen_func_elem_846(a, state0.b, arg0, arg1);
+                        return __wasm_bindgen_func_elem_852(a, state0.b, arg0, arg1);
                     } finally {
                         state0.a = a;
                     }
@@ -918,7 +939,7 @@ function __wbg_get_imports() {
                     const a = state0.a;
                     state0.a = 0;
                     try {
-                        return __wasm_bindgen_func_elem_846(a, state0.b, arg0, arg1);
+                        return __wasm_bindgen_func_elem_852(a, state0.b, arg0, arg1);
                     } finally {
                         state0.a = a;
                     }
@@ -1048,8 +1069,8 @@ function __wbg_get_imports() {
             return ret;
         },
         __wbindgen_generic_0000000000000001: function(arg0, arg1) {
-            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [Externref], shim_idx: 188, ret: Result(Unit), inner_ret: Some(Result(Unit)) }, mutable: true }) -> Externref`.
-            const ret = makeMutClosure(arg0, arg1, __wasm_bindgen_func_elem_833);
+            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [Externref], shim_idx: 189, ret: Result(Unit), inner_ret: Some(Result(Unit)) }, mutable: true }) -> Externref`.
+            const ret = makeMutClosure(arg0, arg1, __wasm_bindgen_func_elem_839);
             return ret;
         },
         __wbindgen_generic_0000000000000002: function(arg0) {
@@ -1077,14 +1098,14 @@ function __wbg_get_imports() {
     };
 }
 
-function __wasm_bindgen_func_elem_846(arg0, arg1, arg2, arg3) {
-    wasm.__wasm_bindgen_func_elem_846(arg0, arg1, arg2, arg3);
+function __wasm_bindgen_func_elem_852(arg0, arg1, arg2, arg3) {
+    wasm.__wasm_bindgen_func_elem_852(arg0, arg1, arg2, arg3);
 }
 
-function __wasm_bindgen_func_elem_833(arg0, arg1, arg2) {
+function __wasm_bindgen_func_elem_839(arg0, arg1, arg2) {
     try {
         const retptr = wasm.__wbindgen_add_to_stack_pointer(-16) >>> 0;
-        wasm.__wasm_bindgen_func_elem_833(retptr, arg0, arg1, arg2);
+        wasm.__wasm_bindgen_func_elem_839(retptr, arg0, arg1, arg2);
         var r0 = getDataViewMemory0().getInt32(retptr + 4 * 0, true);
         var r1 = getDataViewMemory0().getInt32(retptr + 4 * 1, true);
         if (r1) {

@@ -71,6 +71,7 @@ if [ ! -f "$big/meta.zr" ] || [ "$(stat -c %s "$big/meta.zr")" != 3204096 ]; the
 fi
 ln -sfn "$fixtures" "$work/site/fixtures"
 ln -sfn "$repo/tests/fixtures/dataset-v1" "$work/site/dataset-v1"
+ln -sfn "$repo/tests/fixtures/dataset-arrow" "$work/site/dataset-arrow"
 ln -sfn "$work/big" "$work/site/big"
 ln -sfn "$work/scratch" "$work/site/scratch"
 

@@ -1671,10 +1671,12 @@ function sizesText(loc) {
   return `${fmtBytes(loc.decoded)} decoded, ${fmtBytes(loc.stored)} stored (${fmtRatio(loc.decoded, loc.stored)})`;
 }
 
-/** The ways this record can be shown, best first. */
-function modesFor(shape, dt) {
+/** The ways this record can be shown, best first (`arrow`: a dataset column's Arrow type). */
+function modesFor(shape, dt, arrow = null) {
   const modes = [];
   const rank = shape ? shape.length : 0;
+  // Written from an Arrow string column: UTF-8 text first.
+  if (/string/.test(arrow || '') && dt.kind === 'u' && dt.size === 1) modes.push('text');
   // A 1-D uint8 record is bytes (text, an encoded file): hex first.
   if (dt.kind === 'u' && dt.size === 1 && rank === 1) modes.push('hex');
   if (imageLayouts(shape, dt).length) modes.push('image');
@@ -1685,16 +1687,16 @@ function modesFor(shape, dt) {
   return modes;
 }
 
-const MODE_LABELS = { image: 'Image', tokens: 'Token ids', values: 'Values', strings: 'Strings', hex: 'Hex' };
+const MODE_LABELS = { text: 'Text', image: 'Image', tokens: 'Token ids', values: 'Values', strings: 'Strings', hex: 'Hex' };
 
 /**
  * Render record `rec` ({index, shape, bytes, summary}) into `el`.
  * `prefs` remembers the chosen mode and image layout between records.
  */
-function renderRecord(el, rec, { dt, loc, n, prefs, onNav, tokens }) {
+function renderRecord(el, rec, { dt, loc, n, prefs, onNav, tokens, arrow }) {
   const bytes = new Uint8Array(rec.bytes);
   const shape = rec.shape ? rec.shape.map(Number) : [];
-  const modes = modesFor(shape, dt);
+  const modes = modesFor(shape, dt, arrow);
   const mode = modes.includes(prefs.mode) ? prefs.mode : modes[0];
   const body = h('div.rec-body');
 
@@ -1703,7 +1705,7 @@ function renderRecord(el, rec, { dt, loc, n, prefs, onNav, tokens }) {
     dataset: { mode: m },
     onclick: () => {
       prefs.mode = m;
-      renderRecord(el, rec, { dt, loc, n, prefs, onNav, tokens });
+      renderRecord(el, rec, { dt, loc, n, prefs, onNav, tokens, arrow });
     },
   }, MODE_LABELS[m])));
 
@@ -1726,6 +1728,7 @@ function renderRecord(el, rec, { dt, loc, n, prefs, onNav, tokens }) {
   else if (mode === 'tokens') renderTokens(body, bytes, dt, rec.summary, tokens);
   else if (mode === 'values') renderValues(body, bytes, shape, dt, rec.summary);
   else if (mode === 'strings') renderStrings(body, bytes, shape, dt);
+  else if (mode === 'text') setChildren(body, h('pre.text#record-text', new TextDecoder().decode(bytes)));
   else renderHex(body, bytes);
 }
 
@@ -2099,7 +2102,8 @@ const TEXT_ITEMS = 64; // items of a non-image record shown in a cell
 function cellKind(summary, dt) {
   const shape = summary.kind === 'dense' ? summary.itemShape : null;
   if (shape && imageLayouts(shape, dt).length) return 'image';
-  if (summary.kind === 'ragged' && dt.kind === 'u' && dt.size === 1) return 'utf8'; // 1-D bytes: text
+  // 1-D bytes: text, unless the column was written from Arrow binary.
+  if (summary.kind === 'ragged' && dt.kind === 'u' && dt.size === 1 && !/binary/.test(summary.arrow || '')) return 'utf8';
   if (shape && shape.length === 0) return 'scalar';
   if (isInteger(dt)) return 'tokens';
   if (dt.kind === 'S' || dt.kind === 'U') return 'strings';
@@ -2847,6 +2851,7 @@ async function selectRecord(i) {
 function drawRecord(rec, { loc = null, n, source }) {
   renderRecord($('#record-view'), rec, {
     dt: state.dt,
+    arrow: state.summary?.arrow,
     loc,
     n,
     prefs: state.prefs,

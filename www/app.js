@@ -280,6 +280,7 @@ async function selectRecord(i) {
 function drawRecord(rec, { loc = null, n, source }) {
   renderRecord($('#record-view'), rec, {
     dt: state.dt,
+    arrow: state.summary?.arrow,
     loc,
     n,
     prefs: state.prefs,

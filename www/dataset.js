@@ -25,7 +25,8 @@ const TEXT_ITEMS = 64; // items of a non-image record shown in a cell
 export function cellKind(summary, dt) {
   const shape = summary.kind === 'dense' ? summary.itemShape : null;
   if (shape && imageLayouts(shape, dt).length) return 'image';
-  if (summary.kind === 'ragged' && dt.kind === 'u' && dt.size === 1) return 'utf8'; // 1-D bytes: text
+  // 1-D bytes: text, unless the column was written from Arrow binary.
+  if (summary.kind === 'ragged' && dt.kind === 'u' && dt.size === 1 && !/binary/.test(summary.arrow || '')) return 'utf8';
   if (shape && shape.length === 0) return 'scalar';
   if (isInteger(dt)) return 'tokens';
   if (dt.kind === 'S' || dt.kind === 'U') return 'strings';

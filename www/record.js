@@ -63,10 +63,12 @@ export function sizesText(loc) {
   return `${fmtBytes(loc.decoded)} decoded, ${fmtBytes(loc.stored)} stored (${fmtRatio(loc.decoded, loc.stored)})`;
 }
 
-/** The ways this record can be shown, best first. */
-export function modesFor(shape, dt) {
+/** The ways this record can be shown, best first (`arrow`: a dataset column's Arrow type). */
+export function modesFor(shape, dt, arrow = null) {
   const modes = [];
   const rank = shape ? shape.length : 0;
+  // Written from an Arrow string column: UTF-8 text first.
+  if (/string/.test(arrow || '') && dt.kind === 'u' && dt.size === 1) modes.push('text');
   // A 1-D uint8 record is bytes (text, an encoded file): hex first.
   if (dt.kind === 'u' && dt.size === 1 && rank === 1) modes.push('hex');
   if (imageLayouts(shape, dt).length) modes.push('image');
@@ -77,16 +79,16 @@ export function modesFor(shape, dt) {
   return modes;
 }
 
-const MODE_LABELS = { image: 'Image', tokens: 'Token ids', values: 'Values', strings: 'Strings', hex: 'Hex' };
+const MODE_LABELS = { text: 'Text', image: 'Image', tokens: 'Token ids', values: 'Values', strings: 'Strings', hex: 'Hex' };
 
 /**
  * Render record `rec` ({index, shape, bytes, summary}) into `el`.
  * `prefs` remembers the chosen mode and image layout between records.
  */
-export function renderRecord(el, rec, { dt, loc, n, prefs, onNav, tokens }) {
+export function renderRecord(el, rec, { dt, loc, n, prefs, onNav, tokens, arrow }) {
   const bytes = new Uint8Array(rec.bytes);
   const shape = rec.shape ? rec.shape.map(Number) : [];
-  const modes = modesFor(shape, dt);
+  const modes = modesFor(shape, dt, arrow);
   const mode = modes.includes(prefs.mode) ? prefs.mode : modes[0];
   const body = h('div.rec-body');
 
@@ -95,7 +97,7 @@ export function renderRecord(el, rec, { dt, loc, n, prefs, onNav, tokens }) {
     dataset: { mode: m },
     onclick: () => {
       prefs.mode = m;
-      renderRecord(el, rec, { dt, loc, n, prefs, onNav, tokens });
+      renderRecord(el, rec, { dt, loc, n, prefs, onNav, tokens, arrow });
     },
   }, MODE_LABELS[m])));
 
@@ -118,6 +120,7 @@ export function renderRecord(el, rec, { dt, loc, n, prefs, onNav, tokens }) {
   else if (mode === 'tokens') renderTokens(body, bytes, dt, rec.summary, tokens);
   else if (mode === 'values') renderValues(body, bytes, shape, dt, rec.summary);
   else if (mode === 'strings') renderStrings(body, bytes, shape, dt);
+  else if (mode === 'text') setChildren(body, h('pre.text#record-text', new TextDecoder().decode(bytes)));
   else renderHex(body, bytes);
 }
 

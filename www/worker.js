@@ -345,6 +345,7 @@ function summary(key = 'main') {
     dtype: s.dtype,
     itemShape: s.itemShape == null ? null : Array.from(s.itemShape, Number),
     codec: s.codec,
+    arrow: s.arrow ?? null, // a dataset column's Arrow type (string: show text)
     checked: s.checked,
     info: s.info(),
   };

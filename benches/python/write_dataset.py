@@ -64,6 +64,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from bench import token_lengths, zipf_tokens  # noqa: E402  (the token data the Python bench uses)
+from timing import save_results  # noqa: E402
 
 SYSTEMS = ["zrecord", "mds", "lance"]
 CODECS = ["raw", "zstd"]
@@ -510,13 +511,8 @@ def main():
         "python": platform.python_version(),
         "command": "bash benches/python/write_dataset.sh " + " ".join(sys.argv[1:]),
     }
-    md = markdown(table, meta)
     print()
-    print(md)
-    if args.json:
-        Path(args.json).write_text(json.dumps({"meta": meta, "rows": table}, indent=1) + "\n")
-    if args.md:
-        Path(args.md).write_text(md)
+    save_results(args, markdown(table, meta), {"meta": meta, "rows": table})
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ use crate::store::NativeStore;
 use crate::writer::{NativeWriter, SharedShard};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
+use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 use zrecord::dataset::writer::ColumnDef;
@@ -63,6 +64,11 @@ impl NativeDataset {
     #[getter]
     fn columns(&self) -> Vec<String> {
         self.ds.specs().iter().map(|c| c.name.clone()).collect()
+    }
+    /// Each column's Arrow type, for the columns written from Arrow.
+    #[getter]
+    fn arrow_types(&self) -> HashMap<String, String> {
+        self.ds.specs().iter().filter_map(|c| Some((c.name.clone(), c.arrow.clone()?))).collect()
     }
     /// Each shard's path (relative to the dataset) and length, in order.
     #[getter]
@@ -152,8 +158,10 @@ impl NativeShardWriter {
         Ok(NativeWriter::column(self.shard.clone(), name.clone(), *itemsize, shape.as_deref()))
     }
 
-    /// Close every column and return the shard's info as JSON.
-    fn finish(&self, py: Python<'_>) -> PyResult<String> {
+    /// Close every column and return the shard's info as JSON, each column
+    /// named in `arrow` carrying that Arrow type (see `ColumnSpec::arrow`).
+    #[pyo3(signature = (arrow = None))]
+    fn finish(&self, py: Python<'_>, arrow: Option<HashMap<String, String>>) -> PyResult<String> {
         if std::process::id() != self.pid {
             return Err(zrecord_error(
                 py,
@@ -163,7 +171,12 @@ impl NativeShardWriter {
         }
         let shard = py.detach(|| self.shard.lock().unwrap_or_else(PoisonError::into_inner).take());
         let shard = shard.ok_or_else(|| PyRuntimeError::new_err("shard is finished"))?;
-        py.detach(|| shard.finish()).py_err(py).map(|info| info.to_json())
+        let mut info = py.detach(|| shard.finish()).py_err(py)?;
+        for c in &mut info.columns {
+            c.arrow = arrow.as_ref().and_then(|a| a.get(&c.name)).cloned();
+            c.check_arrow().map_err(|e| PyValueError::new_err(format!("column {:?}: {e}", c.name)))?;
+        }
+        Ok(info.to_json())
     }
 }
 

@@ -288,55 +288,6 @@ def test_dataset_and_columns_pickle_and_survive_fork(twins):
     os.close(r)
 
 
-MOTO_VENV = os.environ.get("ZRECORD_MOTO_VENV", os.path.expanduser("~/.cache/zrecord/venv-moto"))
-SETUP = os.path.join(os.path.dirname(__file__), "..", "..", "tests", "moto", "setup.py")
-
-
-@pytest.fixture(scope="module")
-def moto():
-    """moto's S3 on loopback, signatures checked (as tests/common/moto.rs)."""
-    server = os.path.join(MOTO_VENV, "bin", "moto_server")
-    if not os.path.exists(server):
-        pytest.skip(f"no moto venv at {MOTO_VENV}")
-    import socket
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen([server, "-H", "127.0.0.1", "-p", str(port)],
-                            env={**os.environ, "INITIAL_NO_AUTH_ACTION_COUNT": "3"},
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    endpoint = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), 0.2).close()
-                break
-            except OSError:
-                assert time.monotonic() < deadline, "moto did not start"
-                time.sleep(0.1)
-        out = subprocess.run([os.path.join(MOTO_VENV, "bin", "python"), SETUP, endpoint, "zrecord-test"],
-                             check=True, capture_output=True, text=True).stdout
-        import json
-        key = json.loads(out)
-        saved = {k: os.environ.get(k) for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
-                                                "AWS_ENDPOINT_URL", "AWS_ALLOW_HTTP", "AWS_REGION",
-                                                "AWS_PROFILE", "AWS_SESSION_TOKEN")}
-        os.environ.update(AWS_ACCESS_KEY_ID=key["key"], AWS_SECRET_ACCESS_KEY=key["secret"],
-                          AWS_ENDPOINT_URL=endpoint, AWS_ALLOW_HTTP="true", AWS_REGION="us-east-1")
-        os.environ.pop("AWS_PROFILE", None)
-        os.environ.pop("AWS_SESSION_TOKEN", None)
-        yield "s3://zrecord-test"
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-    finally:
-        proc.kill()
-        proc.wait()
-
-
 def test_write_shard_to_a_bucket_then_commit_and_read(moto):
     uri = f"{moto}/datasets/train"
     infos = [zrecord.write_shard(uri, shard_data(k), codecs=CODECS) for k in range(2)]

@@ -21,7 +21,7 @@ any number of workers, one ``commit``, ``open_dataset``) hold named columns
 over many shards, each column read as one store.
 """
 
-from ._errors import ZrecordError, ZrecordMemoryError
+from ._errors import ZrecordError, ZrecordMemoryError, ZrecordTypeError
 from ._records import DICT_TIERS, Dense, Ragged
 from ._train import train_dict
 from ._sampler import Sampler
@@ -36,6 +36,7 @@ __all__ = [
     "Ragged",
     "ZrecordError",
     "ZrecordMemoryError",
+    "ZrecordTypeError",
     "DICT_TIERS",
     "train_dict",
     "Sampler",

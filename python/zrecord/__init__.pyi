@@ -47,6 +47,11 @@ class ZrecordMemoryError(ZrecordError, MemoryError):
     """A buffer the request sized (a batch, a loader's prefetch) that cannot
     be allocated: code ``-1``, the message names the bytes."""
 
+class ZrecordTypeError(ZrecordError, TypeError):
+    """Data zrecord cannot store as given (an Arrow column with nulls, empty
+    records or a type with no mapping), or records ``to_arrow`` cannot
+    express: code ``-8``, the message names the column and its type."""
+
 _Progress = Union[bool, None, Callable[[int, Optional[int], str], Any]]
 
 class _Base:
@@ -251,7 +256,8 @@ class Mixture(Iterator[Tuple[npt.NDArray[np.uint32], npt.NDArray[np.uint64]]]):
     def __next__(self) -> Tuple[npt.NDArray[np.uint32], npt.NDArray[np.uint64]]: ...
 
 _Column = Union[npt.NDArray[Any], Sequence[npt.NDArray[Any]]]
-_Data = Mapping[str, _Column]
+# Also a pyarrow Table, RecordBatch, RecordBatchReader or a datasets.Dataset (docs/ARROW_RAY.md).
+_Data = Union[Mapping[str, _Column], Any]
 
 class ShardInfo:
     """A written shard, not yet committed (small and picklable: pass it to ``commit``)."""
@@ -268,6 +274,7 @@ def write_shard(
     codec: _Codec = "zstd",
     codecs: Optional[Mapping[str, _Codec]] = None,
     dictionaries: Optional[Mapping[str, bytes]] = None,
+    ragged: Optional[Iterable[str]] = None,
 ) -> ShardInfo:
     """Write ``data`` as one new, uncommitted shard of the dataset at ``uri`` (a directory or bucket URL)."""
 
@@ -288,6 +295,7 @@ def write_dataset(
     mode: Literal["create", "append", "overwrite"] = "create",
     codecs: Optional[Mapping[str, _Codec]] = None,
     dictionaries: Optional[Mapping[str, bytes]] = None,
+    ragged: Optional[Iterable[str]] = None,
 ) -> "Dataset":
     """Write ``data`` as shards and commit them once; returns the dataset at that version."""
 
@@ -322,3 +330,5 @@ class Dataset:
         """Every column's batch at ``idxs`` (torch's batched fetch)."""
     def gather(self, indices: _Indices, columns: Optional[Iterable[str]] = None) -> Dict[str, Any]:
         """``{column: batch}`` at ``indices``, every column or those named."""
+    def to_arrow(self, indices: Optional[_Indices] = None, columns: Optional[Iterable[str]] = None) -> Any:
+        """A ``pyarrow.Table`` of the records at ``indices`` (default: all), each column of the Arrow type it was written from."""

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from . import _native
+from . import _arrow, _native
 from ._records import Dense, Ragged, _is_url
 
 __all__ = ["Dataset", "ShardInfo", "commit", "open_dataset", "write_dataset", "write_shard"]
@@ -83,7 +83,7 @@ def _columns(data):
     return columns
 
 
-def _write_local(root, columns, codec, codecs, dictionaries):
+def _write_local(root, columns, codec, codecs, dictionaries, arrow):
     """Write ``columns`` as one shard in the local directory ``root``."""
     dictionaries = dict(dictionaries or {})
     unknown = set(dictionaries) - {name for name, *_ in columns}
@@ -109,13 +109,37 @@ def _write_local(root, columns, codec, codecs, dictionaries):
         w.path = os.path.join(root, shard.path, name)
         w._store = shard.column(name)
         w.append(values)
-    return ShardInfo(shard.finish())
+    return ShardInfo(shard.finish(arrow))
 
 
-def write_shard(uri, data, *, codec="zstd", codecs=None, dictionaries=None):
+def _data(data, ragged=None):
+    """``(columns, arrow types)`` of one shard's data: a dict as it is, or
+    Arrow data (a ``RecordBatchReader`` read whole) through the type
+    mapping; the columns named in ``ragged`` as Ragged records, whatever
+    their shapes."""
+    parts = _arrow.tables(data)
+    types = {}
+    if parts is not None:
+        import pyarrow as pa
+        parts = list(parts)
+        table = parts[0] if len(parts) == 1 else pa.Table.from_batches(parts)
+        data, types = _arrow.columns(table)
+    if ragged:
+        data = dict(data) if isinstance(data, Mapping) else data
+        for name in ragged:
+            if not isinstance(data, Mapping) or name not in data:
+                raise ValueError(f"ragged names column {name!r}, which the data does not have")
+            if isinstance(data[name], np.ndarray):
+                data[name] = list(data[name])
+                types.pop(name, None)
+    return _columns(data), types
+
+
+def write_shard(uri, data, *, codec="zstd", codecs=None, dictionaries=None, ragged=None):
     """Write ``data`` (a dict of column name -> NumPy array for a Dense
-    column, first axis the records, or list of arrays for a Ragged one) as
-    one new shard of the dataset at ``uri`` (a directory, or an ``s3://``,
+    column, first axis the records, or list of arrays for a Ragged one; or a
+    ``pyarrow.Table``, ``RecordBatch``, ``RecordBatchReader`` or Hugging Face
+    ``datasets.Dataset``, mapped as ``docs/ARROW_RAY.md`` says) as one new shard of the dataset at ``uri`` (a directory, or an ``s3://``,
     ``gs://`` or ``az://`` prefix), and return its ``ShardInfo``. The shard is
     invisible until ``commit`` names it. ``codec`` is every column's codec
     (``"raw"`` or ``"zstd"``), ``codecs`` a dict overriding it per column.
@@ -123,18 +147,20 @@ def write_shard(uri, data, *, codec="zstd", codecs=None, dictionaries=None):
     column is ``zstd_dict``, and shards given the same bytes share them (the
     manifest names the dictionary once; a shard with another dictionary
     still commits, and then each shard of that column reads with its own).
+    ``ragged`` names columns written as Ragged even when every record of
+    this shard has one shape (images of many sizes, in parts of one size).
 
     Columns of unequal length raise ``ValueError`` before anything is
     written. A bucket shard is written to a local temporary directory, then
     uploaded; a shard that never gets committed is removed by ``zrecord
     dataset gc``.
     """
-    columns = _columns(data)
+    columns, arrow = _data(data, ragged)
     if not _is_url(uri):
-        return _write_local(_target(uri), columns, codec, codecs, dictionaries)
+        return _write_local(_target(uri), columns, codec, codecs, dictionaries, arrow)
     staging = tempfile.mkdtemp(prefix="zrecord-shard-")
     try:
-        info = _write_local(staging, columns, codec, codecs, dictionaries)
+        info = _write_local(staging, columns, codec, codecs, dictionaries, arrow)
         _native.upload_shard(staging, info.json, uri)
         return info
     finally:
@@ -171,27 +197,34 @@ def gc(uri, older_than, *, dry_run=False):
 
 
 def write_dataset(uri, data, *, codec="zstd", rows_per_shard=None, mode="create", codecs=None,
-                  dictionaries=None):
+                  dictionaries=None, ragged=None):
     """Write ``data`` as shards of the dataset at ``uri`` and commit them once
     (``mode`` as for ``commit``); return the dataset opened at that version.
 
     ``data`` is a dict of column name -> NumPy array or list of arrays (as for
-    ``write_shard``), or an iterable of such dicts (each one or more shards).
-    ``rows_per_shard`` cuts each dict into shards of at most that many
-    records (default: one shard per dict). ``codec``, ``codecs`` and
-    ``dictionaries`` as for ``write_shard``.
+    ``write_shard``), a ``pyarrow.Table`` or ``RecordBatch``, a Hugging Face
+    ``datasets.Dataset``, or an iterable of these (a ``RecordBatchReader``
+    is its batches); each part is one or more shards. ``rows_per_shard``
+    cuts each part into shards of at most that many records (default: one
+    shard per part). ``codec``, ``codecs``, ``dictionaries`` and ``ragged``
+    as for ``write_shard``. Arrow columns map to zrecord columns as
+    ``docs/ARROW_RAY.md`` says; ``Dataset.to_arrow`` gives them back.
     """
     if rows_per_shard is not None and (isinstance(rows_per_shard, bool) or
                                        int(rows_per_shard) != rows_per_shard or rows_per_shard < 1):
         raise ValueError("rows_per_shard must be a positive integer")
-    parts = [data] if isinstance(data, Mapping) else data
+    parts = [data] if isinstance(data, Mapping) else _arrow.tables(data) or data
     infos = []
     for part in parts:
-        n = _columns(part)[0][3]
+        arrow = _arrow.tables(part)
+        part = arrow[0] if arrow else part
+        n = part.num_rows if arrow else _columns(part)[0][3]
         step = int(rows_per_shard or n)
         for start in range(0, n, step):
-            infos.append(write_shard(uri, {k: v[start:start + step] for k, v in part.items()},
-                                     codec=codec, codecs=codecs, dictionaries=dictionaries))
+            rows = (part.slice(start, step) if arrow else
+                    {k: v[start:start + step] for k, v in part.items()})
+            infos.append(write_shard(uri, rows, codec=codec, codecs=codecs,
+                                     dictionaries=dictionaries, ragged=ragged))
     version = commit(uri, infos, mode=mode)
     return open_dataset(uri, version=version)
 
@@ -307,6 +340,14 @@ class Dataset:
         those named in ``columns``."""
         names = self.columns if columns is None else list(columns)
         return {name: self._column(name).gather(indices) for name in names}
+
+    def to_arrow(self, indices=None, columns=None):
+        """The records at ``indices`` (default: every one, in order) as a
+        ``pyarrow.Table`` of ``columns`` (default: all), each column of the
+        Arrow type it was written from (``docs/ARROW_RAY.md`` has the
+        mapping, and the types given to columns written from NumPy). The
+        values are the gathers' buffers, not copied."""
+        return _arrow.to_arrow(self, indices, columns)
 
     def __reduce__(self):
         return (open_dataset, (self.uri, self.version, self._verify))

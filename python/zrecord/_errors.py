@@ -1,6 +1,6 @@
 """The package's exception: ``ZrecordError``, as loaderx's, with a message."""
 
-__all__ = ["ZrecordError"]
+__all__ = ["ZrecordError", "ZrecordMemoryError", "ZrecordSchemaError", "ZrecordTypeError"]
 
 # loaderx 2.0.1's codes (loaderx/_store.py), so ``exc.code`` means the same.
 _MESSAGES = {
@@ -42,3 +42,10 @@ class ZrecordMemoryError(ZrecordError, MemoryError):
     """A buffer sized by the request (a batch, a loader's prefetch) that
     cannot be allocated: a ``ZrecordError`` (code ``-1``) naming the bytes,
     and a ``MemoryError``, as loaderx raises, so the process lives on."""
+
+
+class ZrecordTypeError(ZrecordError, TypeError):
+    """Data zrecord cannot store as given (an Arrow column with nulls, empty
+    records or a type with no mapping, see ``docs/ARROW_RAY.md``), or
+    records ``to_arrow`` cannot express: a ``ZrecordError`` (code ``-8``)
+    naming the column and its type, and a ``TypeError``."""

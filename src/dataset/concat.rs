@@ -301,6 +301,7 @@ mod tests {
             item_shape: None,
             codec: "raw".into(),
             dict: None,
+            arrow: None,
         };
         let files = ShardFiles { meta: 0, data: 0, dict: None, sums: None };
         let shards = lengths

@@ -55,7 +55,26 @@ pub struct ColumnSpec {
     /// The dictionary every shard of the column shares, when it does.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dict: Option<DictDigest>,
+    /// The Arrow type the column was written from, one of [`ARROW_TYPES`],
+    /// so readers give it back (text, not bytes, for `string`); absent for
+    /// columns written from NumPy. Stores do not carry it (loaderx's schema
+    /// has no room), so it lives here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arrow: Option<String>,
 }
+
+/// The values of a column's `arrow` attribute, each with the geometry it
+/// needs: text and bytes are Ragged `|u1`, lists Ragged, fixed-size ones Dense.
+pub const ARROW_TYPES: [(&str, &str); 8] = [
+    ("string", "ragged |u1"),
+    ("large_string", "ragged |u1"),
+    ("binary", "ragged |u1"),
+    ("large_binary", "ragged |u1"),
+    ("list", "ragged"),
+    ("large_list", "ragged"),
+    ("fixed_size_list", "dense"),
+    ("fixed_shape_tensor", "dense"),
+];
 
 /// Dense or Ragged.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -126,6 +145,29 @@ impl ColumnSpec {
             item_shape,
             codec: info.codec().name().to_string(),
             dict: dict.map(DictDigest::of),
+            arrow: None,
+        }
+    }
+
+    /// Whether the column's `arrow` attribute is known and fits its geometry.
+    ///
+    /// # Errors
+    /// A message naming the attribute and what it needs.
+    pub fn check_arrow(&self) -> Result<(), String> {
+        let Some(arrow) = &self.arrow else { return Ok(()) };
+        let Some((_, needs)) = ARROW_TYPES.iter().find(|(name, _)| name == arrow) else {
+            let known: Vec<&str> = ARROW_TYPES.iter().map(|(n, _)| *n).collect();
+            return Err(format!("unknown arrow type {arrow:?} (one of {})", known.join(", ")));
+        };
+        let kind = format!("{:?}", self.kind).to_lowercase();
+        let fits = match needs.split_once(' ') {
+            Some((k, dtype)) => kind == k && self.dtype == dtype,
+            None => kind == *needs,
+        };
+        if fits {
+            Ok(())
+        } else {
+            Err(format!("arrow type {arrow:?} needs a {needs} column, not {kind} {}", self.dtype))
         }
     }
 
@@ -248,6 +290,7 @@ impl Manifest {
                 return Err(format!("column {:?} is listed twice", c.name));
             }
             c.schema().map_err(|e| format!("column {:?}: {e}", c.name))?;
+            c.check_arrow().map_err(|e| format!("column {:?}: {e}", c.name))?;
             let codec = c.codec().map_err(|e| format!("column {:?}: {e}", c.name))?;
             if c.dict.is_some() && codec != Codec::ZstdDict {
                 return Err(format!("column {:?} names a dictionary but its codec is {}", c.name, c.codec));
@@ -375,6 +418,7 @@ mod tests {
             item_shape: Some(vec![2]),
             codec: "zstd".into(),
             dict: None,
+            arrow: None,
         };
         let files = ShardFiles { meta: 4096 + 16 * 3, data: 30, dict: None, sums: None };
         let shard = |n: &str, len| ShardEntry {
@@ -390,6 +434,13 @@ mod tests {
         let m = sample();
         assert_eq!(Manifest::parse("d", &m.to_json()).unwrap(), m);
         assert_eq!(m.length, 6);
+        let mut arrow = sample();
+        arrow.columns[0].arrow = Some("fixed_size_list".into());
+        let json = arrow.to_json();
+        assert!(String::from_utf8_lossy(&json).contains("\"arrow\": \"fixed_size_list\""));
+        assert_eq!(Manifest::parse("d", &json).unwrap(), arrow);
+        // A manifest without the attribute (every one before it) reads as before.
+        assert!(!String::from_utf8_lossy(&m.to_json()).contains("arrow"));
     }
 
     #[test]
@@ -405,6 +456,11 @@ mod tests {
             (Box::new(|m| m.columns[0].item_shape = None), "needs an item_shape"),
             (Box::new(|m| m.columns[0].name = "a/b".into()), "column"),
             (Box::new(|m| m.columns.clear()), "no columns"),
+            (Box::new(|m| m.columns[0].arrow = Some("utf8".into())), "unknown arrow type \"utf8\""),
+            (
+                Box::new(|m| m.columns[0].arrow = Some("string".into())),
+                "needs a ragged |u1 column, not dense <f4",
+            ),
         ];
         for (breaks, want) in cases {
             let mut m = sample();

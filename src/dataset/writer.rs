@@ -316,6 +316,14 @@ fn next_version(
             if let Some(why) = c.mismatch(mine) {
                 return Err(refuse(format!("column {:?}: {why}", c.name)));
             }
+            if c.arrow != mine.arrow {
+                let (ours, theirs) =
+                    (c.arrow.as_deref().unwrap_or("none"), mine.arrow.as_deref().unwrap_or("none"));
+                return Err(refuse(format!(
+                    "column {:?}: arrow type is {theirs}, the dataset's is {ours}",
+                    c.name
+                )));
+            }
         }
         if let Some(extra) = s.columns.iter().find(|m| !columns.iter().any(|c| c.name == m.name)) {
             return Err(refuse(format!("column {:?} is not one of the dataset's", extra.name)));

@@ -228,6 +228,9 @@ impl JsDatasetColumn {
         set(&o, "dtype", spec.dtype.as_str());
         set(&o, "itemShape", self.item_shape());
         set(&o, "codec", spec.codec.as_str());
+        if let Some(arrow) = &spec.arrow {
+            set(&o, "arrow", arrow.as_str());
+        }
         o
     }
 }
@@ -235,6 +238,13 @@ impl JsDatasetColumn {
 /// The calls the viewer makes on a `Store`, with the same answers.
 #[wasm_bindgen(js_class = DatasetColumn)]
 impl JsDatasetColumn {
+    /// The Arrow type the column was written from (`string`, `binary`, ...),
+    /// when it was: the viewer shows a `string` column's records as text.
+    #[wasm_bindgen(getter)]
+    pub fn arrow(&self) -> Option<String> {
+        self.column.spec().arrow.clone()
+    }
+
     /// The column's name.
     #[wasm_bindgen(getter)]
     pub fn name(&self) -> String {
