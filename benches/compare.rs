@@ -5,6 +5,7 @@
 //! cargo bench --bench compare -- --quick                       # smoke test, about a minute
 //! cargo bench --bench compare -- --scale 1 --json out.json     # the full comparison
 //! cargo bench --bench compare -- --workloads dense-tokens --no-peers
+//! cargo bench --bench compare -- --cold --workdir target/compare   # cold rounds too (not on tmpfs)
 //! ```
 //!
 //! Per workload the records are generated once (deterministic seed; images
@@ -30,6 +31,14 @@
 //! gather MiB/s = logical payload bytes gathered / time in gathers; p95 of the
 //! per-batch latency; disk = allocated blocks (`st_blocks * 512`); ratio =
 //! logical bytes / disk bytes.
+//!
+//! `--cold` adds cold rounds after the warm ones: in each, every row's store
+//! is closed, its files evicted from the page cache (`posix_fadvise(DONTNEED)`)
+//! and reopened, then it times `--cold-batches` batches of its own (the IID
+//! sampler at a seed per row and round: this VM's host caches its disk, so a
+//! record another row just read would come back from the host's memory),
+//! each checked after its timing; the rows take turns going first. The work
+//! dir must be on a disk, not tmpfs (whose pages cannot be evicted).
 
 mod common;
 
@@ -65,10 +74,12 @@ struct Args {
     write_reps: usize,
     venv: PathBuf,
     vision_cache: PathBuf,
+    cold: bool,
+    cold_batches: usize,
 }
 
 const USAGE: &str = "options: --scale F (1) --quick --secs F (2, timed seconds per row) --rounds N (3) \
-    --json FILE --workdir DIR --workloads a,b --codecs raw,zstd,zstd_dict --write-reps N (2; zstd_dict always 1) --no-peers --keep --venv DIR --seed N";
+    --json FILE --workdir DIR --workloads a,b --codecs raw,zstd,zstd_dict --write-reps N (2; zstd_dict always 1) --no-peers --keep --venv DIR --seed N --cold --cold-batches N (8)";
 
 fn parse_args() -> Args {
     let home = std::env::var("HOME").unwrap_or_else(|_| ".".into());
@@ -91,6 +102,8 @@ fn parse_args() -> Args {
         write_reps: 2,
         vision_cache: Path::new(&home).join(".cache/zrecord/vision"),
         venv,
+        cold: false,
+        cold_batches: 8,
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -103,7 +116,10 @@ fn parse_args() -> Args {
                 a.rounds = 1;
                 a.batches = 256;
                 a.check = 4;
+                a.cold_batches = 2;
             }
+            "--cold" => a.cold = true,
+            "--cold-batches" => a.cold_batches = value().parse::<usize>().expect("--cold-batches N").max(1),
             "--secs" => a.secs = value().parse().expect("--secs SECONDS"),
             "--rounds" => a.rounds = value().parse::<usize>().expect("--rounds N").max(1),
             "--seed" => a.seed = value().parse().expect("--seed N"),
@@ -237,11 +253,21 @@ struct Row {
     timed: Timed,
     /// Per-round gather MiB/s, for the median of per-round ratios.
     rounds: Vec<f64>,
+    /// `--cold`: records/s of each cold round.
+    cold: Vec<f64>,
 }
 
 impl Row {
     fn new(system: &'static str, codec: Codec, write_s: Option<f64>, disk_bytes: u64) -> Row {
-        Row { system, codec, write_s, disk_bytes, timed: Timed::default(), rounds: Vec::new() }
+        Row {
+            system,
+            codec,
+            write_s,
+            disk_bytes,
+            timed: Timed::default(),
+            rounds: Vec::new(),
+            cold: Vec::new(),
+        }
     }
     fn add(&mut self, t: Timed) {
         self.rounds.push(mib_s(t.bytes, t.seconds()));
@@ -385,12 +411,10 @@ fn run_workload(workload: Workload, args: &Args, python: Option<&Path>) -> Outco
     // Open, warm and check every row before any timing.
     let mut readers: Vec<Option<(Store, Output, usize)>> = Vec::new();
     for row in &rows {
-        let (backend, verify) = match row.system {
-            "zrecord-mmap" => (Backend::Mmap, Verify::Off),
-            CHECKED => (Backend::Mmap, Verify::Always),
-            "zrecord-pread" => (Backend::Pread, Verify::Off),
-            system => {
-                let system = if system == LOADERX { "loaderx" } else { "numpy" };
+        let options = match zrecord_options(row.system) {
+            Some(options) => options,
+            None => {
+                let system = if row.system == LOADERX { "loaderx" } else { "numpy" };
                 let p = peer.as_mut().expect("peer rows need the peer");
                 p.call(json!({"cmd": "prepare", "system": system, "codec": row.codec.name(), "check": args.check}));
                 readers.push(None);
@@ -398,8 +422,7 @@ fn run_workload(workload: Workload, args: &Args, python: Option<&Path>) -> Outco
             }
         };
         let dir = work.join(format!("zrecord-{}", row.codec.name()));
-        let store =
-            Store::open_with(&dir, OpenOptions { backend, verify, ..Default::default() }).expect("open");
+        let store = Store::open_with(&dir, options).expect("open");
         warm_sweep(&store, &data);
         let mut out = Output::for_data(&data, BATCH);
         for b in &batches[..args.check.min(batches.len())] {
@@ -443,6 +466,9 @@ fn run_workload(workload: Workload, args: &Args, python: Option<&Path>) -> Outco
             row.add(t);
         }
     }
+    if args.cold {
+        cold_rounds(&mut rows, &mut readers, peer.as_mut(), &work, &data, args);
+    }
     drop(readers);
     let peer_rss = peer.as_mut().map(|p| p.call(json!({"cmd": "rss"}))["maxrss_bytes"].as_u64().unwrap_or(0));
     if let Some(p) = peer {
@@ -452,6 +478,95 @@ fn run_workload(workload: Workload, args: &Args, python: Option<&Path>) -> Outco
         std::fs::remove_dir_all(&work).expect("remove work dir");
     }
     Outcome { rows, logical, rust_rss: peak_rss_bytes().unwrap_or(0), peer_rss }
+}
+
+/// How a zrecord row opens its store; `None` for a peer's row.
+fn zrecord_options(system: &str) -> Option<OpenOptions> {
+    let (backend, verify) = match system {
+        "zrecord-mmap" => (Backend::Mmap, Verify::Off),
+        CHECKED => (Backend::Mmap, Verify::Always),
+        "zrecord-pread" => (Backend::Pread, Verify::Off),
+        _ => return None,
+    };
+    Some(OpenOptions { backend, verify, ..Default::default() })
+}
+
+/// `--cold` (see the module documentation): per round, every row closes,
+/// evicts and reopens its store, then times batches of its own.
+fn cold_rounds(
+    rows: &mut [Row],
+    readers: &mut [Option<(Store, Output, usize)>],
+    mut peer: Option<&mut Peer>,
+    work: &Path,
+    data: &Data,
+    args: &Args,
+) {
+    for round in 0..args.rounds {
+        for turn in 0..rows.len() {
+            let k = (turn + round) % rows.len(); // the rows take turns going first
+            let seed = args.seed + 1 + (round * rows.len() + k) as u64;
+            let row = &mut rows[k];
+            let rate = match (zrecord_options(row.system), readers[k].take()) {
+                (Some(options), Some((store, mut out, cursor))) => {
+                    drop(store); // unmaps: pages a live map holds cannot be evicted
+                    let dir = work.join(format!("zrecord-{}", row.codec.name()));
+                    zrecord::local::cache::evict(&dir).expect("evict");
+                    let store = Store::open_with(&dir, options).expect("reopen");
+                    let batches = iid_batches(data.len(), args.cold_batches, seed);
+                    let t =
+                        time_batches(&store, data, &mut out, &batches, &mut 0, f64::INFINITY, batches.len());
+                    for b in &batches {
+                        out.gather(&store, b);
+                        out.check(data, b);
+                    }
+                    readers[k] = Some((store, out, cursor));
+                    t.records as f64 / t.seconds()
+                }
+                _ => {
+                    let system = if row.system == LOADERX { "loaderx" } else { "numpy" };
+                    let p = peer.as_deref_mut().expect("peer rows need the peer");
+                    let r = p.call(json!({"cmd": "cold", "system": system, "codec": row.codec.name(),
+                                         "seed": seed, "count": args.cold_batches}));
+                    r["records"].as_f64().expect("records") / r["secs"].as_f64().expect("secs")
+                }
+            };
+            row.cold.push(rate);
+        }
+    }
+}
+
+fn cold_report(workload: Workload, o: &Outcome, json_rows: &mut Vec<Value>) {
+    if o.rows.iter().all(|r| r.cold.is_empty()) {
+        return;
+    }
+    println!(
+        "
+**{}, cold**: every round each store closed, evicted and reopened; batches of its own
+",
+        workload.name()
+    );
+    println!("| system | codec | warm krecords/s | cold krecords/s (median) | per round | cold / warm | cold vs loaderx |");
+    println!("|---|---|---:|---:|---|---:|---:|");
+    for row in &o.rows {
+        let cold = median(row.cold.clone());
+        let lx = find(&o.rows, LOADERX, row.codec).filter(|_| is_zrecord(row.system));
+        let vs_lx = lx.map(|l| median(row.cold.iter().zip(&l.cold).map(|(a, b)| a / b).collect()));
+        let rounds: Vec<String> = row.cold.iter().map(|r| format!("{:.1}", r / 1e3)).collect();
+        println!(
+            "| {} | {} | {:.1} | {:.1} | {} | {:.2} | {} |",
+            row.system,
+            row.codec.name(),
+            row.krecords_s(),
+            cold / 1e3,
+            rounds.join(", "),
+            cold / 1e3 / row.krecords_s(),
+            times(vs_lx)
+        );
+        json_rows.push(json!({
+            "workload": workload.name(), "system": row.system, "codec": row.codec.name(), "mode": "cold",
+            "cold_records_s": cold, "cold_per_round": row.cold, "cold_vs_loaderx": vs_lx,
+        }));
+    }
 }
 
 // ---------------------------------------------------------------- report
@@ -579,6 +694,7 @@ fn main() {
     for &workload in &args.workloads {
         let o = run_workload(workload, &args, python.as_deref());
         report(workload, &o, &mut json_rows, &mut checks);
+        cold_report(workload, &o, &mut json_rows);
         max_peer_rss = max_peer_rss.max(o.peer_rss.unwrap_or(0));
         if let Some(path) = &args.json {
             // Written after every workload, so a long run that stops early keeps what it measured.

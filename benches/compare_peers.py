@@ -24,11 +24,15 @@ It then answers one JSON command per stdin line with one JSON line on stdout:
       time consecutive batches (continuing where this row stopped last time;
       their first B indices when B is given) until they add up to F seconds;
       answers the per-batch seconds and the batch positions timed
+  {"cmd": "cold", "system": S, "codec": C, "seed": N, "count": K}
+      (--cold) close, evict from the page cache, reopen; time K batches of the
+      IID sampler at seed N, checked after: {"secs": F, "records": R}
   {"cmd": "rss"}     this process's peak RSS (VmHWM; see peak_rss_bytes)
   {"cmd": "quit"}
 """
 
 import argparse
+import gc
 import json
 import os
 import resource
@@ -57,6 +61,19 @@ def peak_rss_bytes():
     except OSError:
         pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def evict(path):
+    """Drop `path` (a file, or every file under a directory) from the page
+    cache: fdatasync, then posix_fadvise(DONTNEED); no root needed."""
+    files = [path] if os.path.isfile(path) else [os.path.join(t, n) for t, _, ns in os.walk(path) for n in ns]
+    for name in files:
+        fd = os.open(name, os.O_RDONLY)
+        try:
+            os.fdatasync(fd)
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
 
 
 def disk_bytes(path):
@@ -127,28 +144,51 @@ class Peer:
         return len(got) == len(want) and all(
             g.shape == w.shape and g.dtype == w.dtype and np.array_equal(g, w) for g, w in zip(got, want))
 
+    def _open(self, system, codec):
+        """(store, gather function, the batches' dtype for it)."""
+        if system == "loaderx":
+            store = (Dense if self.dense else Ragged).open(self.path(codec))
+            return store, store.__getitem__, self.batches.dtype
+        if system == "numpy":
+            mm = np.load(os.path.join(self.work, "data.npy"), mmap_mode="r")
+            return mm, mm.__getitem__, self.batches_intp.dtype
+        raise ValueError(system)
+
     def prepare(self, system, codec, check):
         key = (system, codec)
-        if system == "loaderx":
-            cls = Dense if self.dense else Ragged
-            store = cls.open(self.path(codec))
-            fn = store.__getitem__
-            batches = self.batches
-        elif system == "numpy":
-            mm = np.load(os.path.join(self.work, "data.npy"), mmap_mode="r")
-            store = mm
-            fn = mm.__getitem__
-            batches = self.batches_intp
-        else:
-            raise ValueError(system)
+        store, fn, dtype = self._open(system, codec)
+        batches = self.batches if dtype == self.batches.dtype else self.batches_intp
         for start in range(0, self.n, 256):
-            fn(np.arange(start, min(start + 256, self.n), dtype=batches.dtype))
+            fn(np.arange(start, min(start + 256, self.n), dtype=dtype))
         for k in range(min(check, len(batches))):
             if not self.same(fn(batches[k]), self.batches[k]):
                 raise AssertionError(f"{system}/{codec}: batch {k} differs from the source records")
         self.stores[key] = (store, fn, batches)
         self.cursors[key] = 0
         return {"checked": min(check, len(batches))}
+
+    def cold(self, system, codec, seed, count):
+        """--cold: close the store, evict its files from the page cache,
+        reopen it, and time `count` batches of its own (the IID sampler at
+        `seed`, as the Rust side draws them), each checked after its timing."""
+        key = (system, codec)
+        self.stores.pop(key, None)
+        gc.collect()  # unmaps: pages a live map holds cannot be evicted
+        evict(self.path(codec) if system == "loaderx" else os.path.join(self.work, "data.npy"))
+        store, fn, dtype = self._open(system, codec)
+        s = Sampler(self.n, 256, Sampler.Mode.IID, int(seed))
+        batches = [np.asarray(s.next()).astype(np.uint64) for _ in range(count)]
+        secs = 0.0
+        for b in batches:
+            t0 = time.perf_counter()
+            out = fn(b.astype(dtype))
+            secs += time.perf_counter() - t0
+            del out
+        for k, b in enumerate(batches):
+            if not self.same(fn(b.astype(dtype)), b):
+                raise AssertionError(f"{system}/{codec}: cold batch {k} differs from the source records")
+        self.stores[key] = (store, fn, self.batches if dtype == self.batches.dtype else self.batches_intp)
+        return {"secs": secs, "records": int(sum(len(b) for b in batches))}
 
     def sampler(self, count):
         s = Sampler(self.n, 256, Sampler.Mode.IID, int(self.seed))
