@@ -159,6 +159,10 @@ REFUSALS = [
     ("nested", pa.array([[[1]], [[2]], [[3]]]), "list<item: list<item: int64>>", "no mapping"),
     ("texts", pa.array([["a"], ["b"], ["c"]]), "list<item: string>", "no mapping"),
     ("null", pa.nulls(3), "null", "3 nulls"),
+    # A null list inside a fixed-size one: flatten drops its slots.
+    ("null_inner", pa.array([[[1, 2], [3, 4]], [[5, 6], None], [[7, 8], [9, 0]]],
+                            pa.list_(pa.list_(pa.int64(), 2), 2)),
+     "fixed_size_list<item: fixed_size_list<item: int64>[2]>[2]", "1 nulls"),
 ]
 
 
@@ -171,6 +175,47 @@ def test_refusals_name_the_column_and_its_type(tmp_path, name, arr, type_name, w
     msg = str(e.value)
     assert f"column {name!r}" in msg and type_name in msg and why in msg, msg
     assert not (tmp_path / "ds").exists() or not (tmp_path / "ds" / "zrecord.json").exists()
+
+
+def test_a_slice_is_judged_by_its_own_rows(tmp_path):
+    # The list values and an empty batch beside a RecordBatchReader among the parts.
+    lists = pa.array([[1], [2, 3], [None], [4]], pa.list_(pa.int64()))
+    table = pa.table({"l": lists.slice(0, 2)})   # the null lies in rows sliced away
+    reader = pa.RecordBatchReader.from_batches(table.schema, [table.to_batches()[0].slice(0, 0),
+                                                              table.to_batches()[0]])
+    ds = zrecord.write_dataset(tmp_path / "ds", [table.slice(0, 0), table, reader], rows_per_shard=1)
+    assert [n for _, n in ds.shards] == [1, 1, 1, 1]
+    assert ds.to_arrow()["l"].to_pylist() == [[1], [2, 3], [1], [2, 3]]
+    with pytest.raises(ZrecordError, match="nothing to commit"):
+        zrecord.write_dataset(tmp_path / "empty", table.slice(0, 0))
+
+
+def test_to_arrow_refuses_text_that_is_not_utf8(tmp_path):
+    # A manifest that calls bytes text (edited by hand, or hostile) gives no
+    # invalid string array.
+    bad = np.array([0xff, 0xfe], np.uint8)
+    zrecord.write_dataset(tmp_path / "ds", {"t": [bad, np.ones(2, np.uint8)]})
+    for path in [tmp_path / "ds" / "zrecord.json", *(tmp_path / "ds" / "versions").glob("*.json")]:
+        manifest = json.loads(path.read_text())
+        manifest["columns"][0]["arrow"] = "string"
+        path.write_text(json.dumps(manifest))
+    ds = zrecord.open_dataset(tmp_path / "ds")
+    with pytest.raises(ZrecordTypeError, match=r"column 't' of type string: its records are not UTF-8.*ds\['t'\]"):
+        ds.to_arrow()
+    assert ds.to_arrow(indices=[1])["t"].to_pylist() == ["\x01\x01"]
+
+
+class _Huge:
+    """A Ragged column whose two records hold 2^30 values each (their
+    values not there: to_arrow must refuse before it reads them)."""
+
+    def gather(self, idx, packed):
+        return np.zeros(4, np.uint8), np.array([0, 2**30, 2**31]), np.array([[2**30], [2**30]])
+
+
+def test_to_arrow_refuses_lists_past_32_bit_offsets():
+    with pytest.raises(ZrecordTypeError, match=r"column 'x' .* 2147483648 values do not fit"):
+        _arrow._array(pa, "x", _Huge(), "list", np.arange(2))
 
 
 def test_to_arrow_refuses_ragged_records_of_mixed_rank(tmp_path):

@@ -119,6 +119,7 @@ def _column(pa, name, arr):
     if pa.types.is_fixed_size_list(t):
         shape, values = [], arr
         while pa.types.is_fixed_size_list(values.type):
+            _no_nulls(name, t, values)  # flatten drops a null list's slots
             shape.append(values.type.list_size)
             values = values.flatten()
         return _numpy(pa, name, t, values).reshape(len(arr), *shape), "fixed_size_list"
@@ -129,8 +130,11 @@ def _column(pa, name, arr):
         return _split(name, t, values, offsets), str(t)
     if pa.types.is_list(t) or pa.types.is_large_list(t):
         offsets = _offsets(arr, np.int64 if pa.types.is_large_list(t) else np.int32)
-        values = _numpy(pa, name, t, arr.values)
-        return _split(name, t, values, offsets), LISTS[pa.types.is_large_list(t)]
+        # Only the values this slice's rows hold (``values`` is the whole
+        # child: a null in rows sliced away is none of this column's).
+        lo, hi = (int(offsets[0]), int(offsets[-1])) if len(offsets) else (0, 0)
+        values = _numpy(pa, name, t, arr.values.slice(lo, hi - lo))
+        return _split(name, t, values, offsets - lo), LISTS[pa.types.is_large_list(t)]
     return _numpy(pa, name, t, arr), None
 
 
@@ -171,8 +175,17 @@ def _array(pa, name, col, kind, idx):
             raise _refuse(name, arrow_type, f"{len(values)} bytes do not fit its 32-bit offsets; "
                                             "take fewer rows")
         offsets = offsets.astype(np.int64 if wide else np.int32, copy=False)
-        return pa.Array.from_buffers(arrow_type, len(idx), [None, pa.py_buffer(offsets),
-                                                            pa.py_buffer(values)])
+        arr = pa.Array.from_buffers(arrow_type, len(idx), [None, pa.py_buffer(offsets),
+                                                           pa.py_buffer(values)])
+        if "string" in kind:
+            # The manifest says text; the bytes may not be (an edited or
+            # hostile manifest): a string array must hold UTF-8.
+            try:
+                arr.validate(full=True)
+            except pa.ArrowInvalid as e:
+                raise _refuse(name, arrow_type, f"its records are not UTF-8 ({e}); read its bytes "
+                                                f"with ds[{name!r}][indices]") from None
+        return arr
     return _nested(pa, name, values, shapes, kind == "large_list")
 
 
@@ -190,6 +203,9 @@ def _nested(pa, name, values, shapes, wide):
     for level in reversed(range(rank)):
         counts = np.prod(shapes[:, :level], axis=1, dtype=np.int64)
         lengths = np.repeat(shapes[:, level], counts)
-        offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64 if wide else np.int32)
-        arr = cls.from_arrays(pa.array(offsets), arr)
+        offsets = np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)])
+        if not wide and offsets[-1] >= 2**31:
+            raise _refuse(name, pa.list_(arr.type), f"{offsets[-1]} values do not fit its 32-bit "
+                                                    "offsets; take fewer rows")
+        arr = cls.from_arrays(pa.array(offsets.astype(np.int64 if wide else np.int32)), arr)
     return arr

@@ -215,16 +215,19 @@ def write_dataset(uri, data, *, codec="zstd", rows_per_shard=None, mode="create"
         raise ValueError("rows_per_shard must be a positive integer")
     parts = [data] if isinstance(data, Mapping) else _arrow.tables(data) or data
     infos = []
-    for part in parts:
-        arrow = _arrow.tables(part)
-        part = arrow[0] if arrow else part
-        n = part.num_rows if arrow else _columns(part)[0][3]
-        step = int(rows_per_shard or n)
-        for start in range(0, n, step):
-            rows = (part.slice(start, step) if arrow else
-                    {k: v[start:start + step] for k, v in part.items()})
-            infos.append(write_shard(uri, rows, codec=codec, codecs=codecs,
-                                     dictionaries=dictionaries, ragged=ragged))
+    for given in parts:
+        # An Arrow part is its tables or batches (a RecordBatchReader among
+        # the parts, its batches); an empty one writes no shard.
+        tables = _arrow.tables(given)
+        arrow = tables is not None
+        for part in tables if arrow else [given]:
+            n = part.num_rows if arrow else _columns(part)[0][3]
+            step = int(rows_per_shard or max(n, 1))
+            for start in range(0, n, step):
+                rows = (part.slice(start, step) if arrow else
+                        {k: v[start:start + step] for k, v in part.items()})
+                infos.append(write_shard(uri, rows, codec=codec, codecs=codecs,
+                                         dictionaries=dictionaries, ragged=ragged))
     version = commit(uri, infos, mode=mode)
     return open_dataset(uri, version=version)
 
