@@ -188,6 +188,9 @@ def test_a_slice_is_judged_by_its_own_rows(tmp_path):
     assert ds.to_arrow()["l"].to_pylist() == [[1], [2, 3], [1], [2, 3]]
     with pytest.raises(ZrecordError, match="nothing to commit"):
         zrecord.write_dataset(tmp_path / "empty", table.slice(0, 0))
+    # A shard of a reader without batches: no rows, said so.
+    with pytest.raises(ValueError, match="a shard needs at least one record"):
+        zrecord.write_shard(tmp_path / "none", pa.RecordBatchReader.from_batches(table.schema, []))
 
 
 def test_to_arrow_refuses_text_that_is_not_utf8(tmp_path):

@@ -122,7 +122,8 @@ def _data(data, ragged=None):
     if parts is not None:
         import pyarrow as pa
         parts = list(parts)
-        table = parts[0] if len(parts) == 1 else pa.Table.from_batches(parts)
+        # (A reader of no batches: its schema, for an empty table.)
+        table = parts[0] if len(parts) == 1 else pa.Table.from_batches(parts, getattr(data, "schema", None))
         data, types = _arrow.columns(table)
     if ragged:
         data = dict(data) if isinstance(data, Mapping) else data
