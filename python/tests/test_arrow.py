@@ -58,6 +58,8 @@ def test_every_type_of_the_mapping_round_trips(tmp_path):
     assert len(ds.shards) == 3 and len(ds) == N
     back = ds.to_arrow()
     assert back.schema == table.schema
+    # No indices: no rows, every column of its type.
+    assert ds.to_arrow(indices=[]).equals(table.slice(0, 0))
     for name in table.column_names:
         assert back[name].equals(table[name]), name
     # Strings are Ragged uint8 records, and the manifest remembers the type.
@@ -107,6 +109,10 @@ def test_numpy_columns_come_out_as_the_documented_types(tmp_path):
     assert t["tokens"].to_pylist() == [r.tolist() for r in tokens]
     assert t["grid"].type == pa.list_(pa.list_(pa.float32()))
     assert t["grid"].to_pylist() == [r.tolist() for r in grids]
+    # No indices: no rows (a Ragged column's rank unknown: one level of lists).
+    empty = ds.to_arrow(indices=[])
+    assert empty.num_rows == 0
+    assert [empty[c].type == t[c].type for c in t.column_names] == [True] * 4 + [False]
 
 
 def test_arrow_input_is_viewed_not_copied():

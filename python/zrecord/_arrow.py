@@ -166,6 +166,9 @@ def _array(pa, name, col, kind, idx):
             for size in reversed(batch.shape[1:]):
                 arr = pa.FixedSizeListArray.from_arrays(arr, size)
             return arr
+        if not len(batch):   # (from_numpy_ndarray refuses an empty array)
+            tensor = pa.fixed_shape_tensor(pa.from_numpy_dtype(batch.dtype), batch.shape[1:])
+            return pa.ExtensionArray.from_storage(tensor, pa.array([], tensor.storage_type))
         return pa.FixedShapeTensorArray.from_numpy_ndarray(batch)
     values, offsets, shapes = col.gather(idx, packed=True)
     if kind in TEXT:
@@ -198,6 +201,8 @@ def _nested(pa, name, values, shapes, wide):
                                    "to_arrow gives lists of records of one rank >= 1; read this "
                                    f"column with ds[{name!r}][indices]")
     rank = int(ranks[0]) if len(ranks) else 1
+    if not len(shapes):
+        shapes = np.zeros((0, rank), np.int64)   # no records: no shape columns either
     cls = pa.LargeListArray if wide else pa.ListArray
     arr = pa.array(values)
     for level in reversed(range(rank)):
