@@ -227,6 +227,14 @@ def test_to_arrow_refuses_lists_past_32_bit_offsets():
         _arrow._array(pa, "x", _Huge(), "list", np.arange(2))
 
 
+def test_columns_of_one_name_are_refused(tmp_path):
+    # A dict of columns would keep the last: a column lost without a word.
+    table = pa.Table.from_arrays([pa.array([1, 2]), pa.array([3, 4]), pa.array([5, 6])], names=["x", "y", "x"])
+    with pytest.raises(ValueError, match=r"named more than once: \['x'\].*rename_columns"):
+        zrecord.write_dataset(tmp_path / "ds", table)
+    assert not (tmp_path / "ds").exists()
+
+
 def test_to_arrow_refuses_ragged_records_of_mixed_rank(tmp_path):
     ds = zrecord.write_dataset(tmp_path / "ds", {"r": [np.ones(2, np.int8), np.ones((1, 2), np.int8)]})
     with pytest.raises(ZrecordTypeError, match=r"column 'r' holds records of rank \[1, 2\]"):

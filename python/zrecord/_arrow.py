@@ -48,6 +48,10 @@ def columns(table):
     (name -> array or list of arrays) and each one's Arrow type name for the
     manifest (columns whose type ``to_arrow`` would not guess)."""
     import pyarrow as pa
+    twice = sorted({n for n in table.column_names if table.column_names.count(n) > 1})
+    if twice:
+        raise ValueError(f"Arrow columns named more than once: {twice}; a dataset's columns have "
+                         "one name each (rename them with table.rename_columns)")
     data, types = {}, {}
     for name, col in zip(table.column_names, table.columns):
         chunks = col.chunks if isinstance(col, pa.ChunkedArray) else [col]
