@@ -209,7 +209,7 @@ def test_to_arrow_refuses_text_that_is_not_utf8(tmp_path):
         manifest["columns"][0]["arrow"] = "string"
         path.write_text(json.dumps(manifest))
     ds = zrecord.open_dataset(tmp_path / "ds")
-    with pytest.raises(ZrecordTypeError, match=r"column 't' of type string: its records are not UTF-8.*ds\['t'\]"):
+    with pytest.raises(ZrecordTypeError, match=r"column 't' of type string: its records are not UTF-8"):
         ds.to_arrow()
     assert ds.to_arrow(indices=[1])["t"].to_pylist() == ["\x01\x01"]
 
