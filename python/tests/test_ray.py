@@ -58,6 +58,15 @@ def test_importing_zrecord_does_not_import_ray():
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
+def test_the_sink_refuses_a_shard_size_that_writes_nothing(tmp_path):
+    # rows_per_shard=-1 cut every block into no shards: the job "succeeded"
+    # and committed nothing. Refused when the sink is made, as write_dataset does.
+    for bad in (-1, 0, 2.5, True):
+        with pytest.raises(ValueError, match="rows_per_shard must be a positive integer"):
+            zray.DatasetSink(str(tmp_path / "ds"), rows_per_shard=bad)
+    assert zray.DatasetSink(str(tmp_path / "ds"), rows_per_shard=4.0).rows_per_shard == 4
+
+
 def test_sink_writes_8_blocks_as_one_version_and_reads_back_in_order(local_ray, tmp_path):
     table = mixed_table(N)
     uri = str(tmp_path / "ds")
