@@ -290,3 +290,6 @@ def test_ragged_keeps_a_column_ragged_when_a_part_has_one_shape(tmp_path):
     assert [r.shape for r in ds["img"][:]] == [(4, 3), (4, 3), (5, 3)]
     with pytest.raises(ValueError, match="ragged names column 'nope'"):
         zrecord.write_shard(tmp_path / "x", parts[0], ragged=["nope"])
+    # One name as a string is that name (it was its letters: "no column 'i'").
+    ds = zrecord.write_dataset(tmp_path / "one", parts, ragged="img")
+    assert [r.shape for r in ds["img"][:]] == [(4, 3), (4, 3), (5, 3)]

@@ -125,6 +125,8 @@ def _data(data, ragged=None):
         # (A reader of no batches: its schema, for an empty table.)
         table = parts[0] if len(parts) == 1 else pa.Table.from_batches(parts, getattr(data, "schema", None))
         data, types = _arrow.columns(table)
+    if isinstance(ragged, str):   # one name, not its letters
+        ragged = [ragged]
     if ragged:
         data = dict(data) if isinstance(data, Mapping) else data
         for name in ragged:
