@@ -58,6 +58,8 @@ def test_every_type_of_the_mapping_round_trips(tmp_path):
     assert len(ds.shards) == 3 and len(ds) == N
     back = ds.to_arrow()
     assert back.schema == table.schema
+    # No indices: no rows, every column of its type.
+    assert ds.to_arrow(indices=[]).equals(table.slice(0, 0))
     for name in table.column_names:
         assert back[name].equals(table[name]), name
     # Strings are Ragged uint8 records, and the manifest remembers the type.
@@ -107,6 +109,10 @@ def test_numpy_columns_come_out_as_the_documented_types(tmp_path):
     assert t["tokens"].to_pylist() == [r.tolist() for r in tokens]
     assert t["grid"].type == pa.list_(pa.list_(pa.float32()))
     assert t["grid"].to_pylist() == [r.tolist() for r in grids]
+    # No indices: no rows (a Ragged column's rank unknown: one level of lists).
+    empty = ds.to_arrow(indices=[])
+    assert empty.num_rows == 0
+    assert [empty[c].type == t[c].type for c in t.column_names] == [True] * 4 + [False]
 
 
 def test_arrow_input_is_viewed_not_copied():
@@ -159,6 +165,10 @@ REFUSALS = [
     ("nested", pa.array([[[1]], [[2]], [[3]]]), "list<item: list<item: int64>>", "no mapping"),
     ("texts", pa.array([["a"], ["b"], ["c"]]), "list<item: string>", "no mapping"),
     ("null", pa.nulls(3), "null", "3 nulls"),
+    # A null list inside a fixed-size one: flatten drops its slots.
+    ("null_inner", pa.array([[[1, 2], [3, 4]], [[5, 6], None], [[7, 8], [9, 0]]],
+                            pa.list_(pa.list_(pa.int64(), 2), 2)),
+     "fixed_size_list<item: fixed_size_list<item: int64>[2]>[2]", "1 nulls"),
 ]
 
 
@@ -171,6 +181,58 @@ def test_refusals_name_the_column_and_its_type(tmp_path, name, arr, type_name, w
     msg = str(e.value)
     assert f"column {name!r}" in msg and type_name in msg and why in msg, msg
     assert not (tmp_path / "ds").exists() or not (tmp_path / "ds" / "zrecord.json").exists()
+
+
+def test_a_slice_is_judged_by_its_own_rows(tmp_path):
+    # The list values and an empty batch beside a RecordBatchReader among the parts.
+    lists = pa.array([[1], [2, 3], [None], [4]], pa.list_(pa.int64()))
+    table = pa.table({"l": lists.slice(0, 2)})   # the null lies in rows sliced away
+    reader = pa.RecordBatchReader.from_batches(table.schema, [table.to_batches()[0].slice(0, 0),
+                                                              table.to_batches()[0]])
+    ds = zrecord.write_dataset(tmp_path / "ds", [table.slice(0, 0), table, reader], rows_per_shard=1)
+    assert [n for _, n in ds.shards] == [1, 1, 1, 1]
+    assert ds.to_arrow()["l"].to_pylist() == [[1], [2, 3], [1], [2, 3]]
+    with pytest.raises(ZrecordError, match="nothing to commit"):
+        zrecord.write_dataset(tmp_path / "empty", table.slice(0, 0))
+    # A shard of a reader without batches: no rows, said so.
+    with pytest.raises(ValueError, match="a shard needs at least one record"):
+        zrecord.write_shard(tmp_path / "none", pa.RecordBatchReader.from_batches(table.schema, []))
+
+
+def test_to_arrow_refuses_text_that_is_not_utf8(tmp_path):
+    # A manifest that calls bytes text (edited by hand, or hostile) gives no
+    # invalid string array.
+    bad = np.array([0xff, 0xfe], np.uint8)
+    zrecord.write_dataset(tmp_path / "ds", {"t": [bad, np.ones(2, np.uint8)]})
+    for path in [tmp_path / "ds" / "zrecord.json", *(tmp_path / "ds" / "versions").glob("*.json")]:
+        manifest = json.loads(path.read_text())
+        manifest["columns"][0]["arrow"] = "string"
+        path.write_text(json.dumps(manifest))
+    ds = zrecord.open_dataset(tmp_path / "ds")
+    with pytest.raises(ZrecordTypeError, match=r"column 't' of type string: its records are not UTF-8"):
+        ds.to_arrow()
+    assert ds.to_arrow(indices=[1])["t"].to_pylist() == ["\x01\x01"]
+
+
+class _Huge:
+    """A Ragged column whose two records hold 2^30 values each (their
+    values not there: to_arrow must refuse before it reads them)."""
+
+    def gather(self, idx, packed):
+        return np.zeros(4, np.uint8), np.array([0, 2**30, 2**31]), np.array([[2**30], [2**30]])
+
+
+def test_to_arrow_refuses_lists_past_32_bit_offsets():
+    with pytest.raises(ZrecordTypeError, match=r"column 'x' .* 2147483648 values do not fit"):
+        _arrow._array(pa, "x", _Huge(), "list", np.arange(2))
+
+
+def test_columns_of_one_name_are_refused(tmp_path):
+    # A dict of columns would keep the last: a column lost without a word.
+    table = pa.Table.from_arrays([pa.array([1, 2]), pa.array([3, 4]), pa.array([5, 6])], names=["x", "y", "x"])
+    with pytest.raises(ValueError, match=r"named more than once: \['x'\].*rename_columns"):
+        zrecord.write_dataset(tmp_path / "ds", table)
+    assert not (tmp_path / "ds").exists()
 
 
 def test_to_arrow_refuses_ragged_records_of_mixed_rank(tmp_path):
@@ -228,3 +290,6 @@ def test_ragged_keeps_a_column_ragged_when_a_part_has_one_shape(tmp_path):
     assert [r.shape for r in ds["img"][:]] == [(4, 3), (4, 3), (5, 3)]
     with pytest.raises(ValueError, match="ragged names column 'nope'"):
         zrecord.write_shard(tmp_path / "x", parts[0], ragged=["nope"])
+    # One name as a string is that name (it was its letters: "no column 'i'").
+    ds = zrecord.write_dataset(tmp_path / "one", parts, ragged="img")
+    assert [r.shape for r in ds["img"][:]] == [(4, 3), (4, 3), (5, 3)]

@@ -58,6 +58,15 @@ def test_importing_zrecord_does_not_import_ray():
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
+def test_the_sink_refuses_a_shard_size_that_writes_nothing(tmp_path):
+    # rows_per_shard=-1 cut every block into no shards: the job "succeeded"
+    # and committed nothing. Refused when the sink is made, as write_dataset does.
+    for bad in (-1, 0, 2.5, True):
+        with pytest.raises(ValueError, match="rows_per_shard must be a positive integer"):
+            zray.DatasetSink(str(tmp_path / "ds"), rows_per_shard=bad)
+    assert zray.DatasetSink(str(tmp_path / "ds"), rows_per_shard=4.0).rows_per_shard == 4
+
+
 def test_sink_writes_8_blocks_as_one_version_and_reads_back_in_order(local_ray, tmp_path):
     table = mixed_table(N)
     uri = str(tmp_path / "ds")
@@ -109,10 +118,14 @@ def test_a_failed_task_leaves_the_dataset_as_it_was(local_ray, tmp_path):
     assert leftover and sorted(p.split("/")[-1] for p in zrecord.gc(uri, 0)) == leftover
 
 
-def test_read_dataset_in_order_and_streaming_split_covers_it(local_ray, tmp_path):
+def test_read_dataset_in_order_and_streaming_split_covers_it(local_ray, tmp_path, monkeypatch):
     uri = tmp_path / "ds"
     zrecord.write_dataset(uri, {"id": np.arange(1_000), "tokens": [np.arange(1 + i % 5) for i in range(1_000)]},
                           rows_per_shard=150)
+    # 1,000 small records are one read task of TASK_BYTES: smaller tasks, so
+    # that the order is the tasks' order, not one task's.
+    monkeypatch.setattr(zray, "TASK_BYTES", 1)
+    assert len(zray._Source(str(uri), None, None).get_read_tasks(6)) == 6
     rows = list(zray.read_dataset(str(uri), override_num_blocks=6).iter_rows())
     assert [r["id"] for r in rows] == list(range(1_000))
     assert (rows[999]["tokens"] == np.arange(5)).all()

@@ -48,6 +48,10 @@ def columns(table):
     (name -> array or list of arrays) and each one's Arrow type name for the
     manifest (columns whose type ``to_arrow`` would not guess)."""
     import pyarrow as pa
+    twice = sorted({n for n in table.column_names if table.column_names.count(n) > 1})
+    if twice:
+        raise ValueError(f"Arrow columns named more than once: {twice}; a dataset's columns have "
+                         "one name each (rename them with table.rename_columns)")
     data, types = {}, {}
     for name, col in zip(table.column_names, table.columns):
         chunks = col.chunks if isinstance(col, pa.ChunkedArray) else [col]
@@ -119,6 +123,7 @@ def _column(pa, name, arr):
     if pa.types.is_fixed_size_list(t):
         shape, values = [], arr
         while pa.types.is_fixed_size_list(values.type):
+            _no_nulls(name, t, values)  # flatten drops a null list's slots
             shape.append(values.type.list_size)
             values = values.flatten()
         return _numpy(pa, name, t, values).reshape(len(arr), *shape), "fixed_size_list"
@@ -129,8 +134,11 @@ def _column(pa, name, arr):
         return _split(name, t, values, offsets), str(t)
     if pa.types.is_list(t) or pa.types.is_large_list(t):
         offsets = _offsets(arr, np.int64 if pa.types.is_large_list(t) else np.int32)
-        values = _numpy(pa, name, t, arr.values)
-        return _split(name, t, values, offsets), LISTS[pa.types.is_large_list(t)]
+        # Only the values this slice's rows hold (``values`` is the whole
+        # child: a null in rows sliced away is none of this column's).
+        lo, hi = (int(offsets[0]), int(offsets[-1])) if len(offsets) else (0, 0)
+        values = _numpy(pa, name, t, arr.values.slice(lo, hi - lo))
+        return _split(name, t, values, offsets - lo), LISTS[pa.types.is_large_list(t)]
     return _numpy(pa, name, t, arr), None
 
 
@@ -162,6 +170,9 @@ def _array(pa, name, col, kind, idx):
             for size in reversed(batch.shape[1:]):
                 arr = pa.FixedSizeListArray.from_arrays(arr, size)
             return arr
+        if not len(batch):   # (from_numpy_ndarray refuses an empty array)
+            tensor = pa.fixed_shape_tensor(pa.from_numpy_dtype(batch.dtype), batch.shape[1:])
+            return pa.ExtensionArray.from_storage(tensor, pa.array([], tensor.storage_type))
         return pa.FixedShapeTensorArray.from_numpy_ndarray(batch)
     values, offsets, shapes = col.gather(idx, packed=True)
     if kind in TEXT:
@@ -171,8 +182,17 @@ def _array(pa, name, col, kind, idx):
             raise _refuse(name, arrow_type, f"{len(values)} bytes do not fit its 32-bit offsets; "
                                             "take fewer rows")
         offsets = offsets.astype(np.int64 if wide else np.int32, copy=False)
-        return pa.Array.from_buffers(arrow_type, len(idx), [None, pa.py_buffer(offsets),
-                                                            pa.py_buffer(values)])
+        arr = pa.Array.from_buffers(arrow_type, len(idx), [None, pa.py_buffer(offsets),
+                                                           pa.py_buffer(values)])
+        if "string" in kind:
+            # The manifest says text; the bytes may not be (an edited or
+            # hostile manifest): a string array must hold UTF-8.
+            try:
+                arr.validate(full=True)
+            except pa.ArrowInvalid as e:
+                raise _refuse(name, arrow_type, f"its records are not UTF-8 ({e}); read its bytes "
+                                                f"with ds[{name!r}][indices]") from None
+        return arr
     return _nested(pa, name, values, shapes, kind == "large_list")
 
 
@@ -185,11 +205,16 @@ def _nested(pa, name, values, shapes, wide):
                                    "to_arrow gives lists of records of one rank >= 1; read this "
                                    f"column with ds[{name!r}][indices]")
     rank = int(ranks[0]) if len(ranks) else 1
+    if not len(shapes):
+        shapes = np.zeros((0, rank), np.int64)   # no records: no shape columns either
     cls = pa.LargeListArray if wide else pa.ListArray
     arr = pa.array(values)
     for level in reversed(range(rank)):
         counts = np.prod(shapes[:, :level], axis=1, dtype=np.int64)
         lengths = np.repeat(shapes[:, level], counts)
-        offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64 if wide else np.int32)
-        arr = cls.from_arrays(pa.array(offsets), arr)
+        offsets = np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)])
+        if not wide and offsets[-1] >= 2**31:
+            raise _refuse(name, pa.list_(arr.type), f"{offsets[-1]} values do not fit its 32-bit "
+                                                    "offsets; take fewer rows")
+        arr = cls.from_arrays(pa.array(offsets.astype(np.int64 if wide else np.int32)), arr)
     return arr

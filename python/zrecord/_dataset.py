@@ -122,8 +122,11 @@ def _data(data, ragged=None):
     if parts is not None:
         import pyarrow as pa
         parts = list(parts)
-        table = parts[0] if len(parts) == 1 else pa.Table.from_batches(parts)
+        # (A reader of no batches: its schema, for an empty table.)
+        table = parts[0] if len(parts) == 1 else pa.Table.from_batches(parts, getattr(data, "schema", None))
         data, types = _arrow.columns(table)
+    if isinstance(ragged, str):   # one name, not its letters
+        ragged = [ragged]
     if ragged:
         data = dict(data) if isinstance(data, Mapping) else data
         for name in ragged:
@@ -196,6 +199,14 @@ def gc(uri, older_than, *, dry_run=False):
     return _native.gc(_target(uri), float(older_than), bool(dry_run))
 
 
+def _rows_per_shard(value):
+    """``value`` as an ``int`` (``None`` stays), or ``ValueError``: a count
+    below 1 would write no shard of a part, its rows lost without a word."""
+    if value is not None and (isinstance(value, bool) or int(value) != value or value < 1):
+        raise ValueError(f"rows_per_shard must be a positive integer, not {value!r}")
+    return None if value is None else int(value)
+
+
 def write_dataset(uri, data, *, codec="zstd", rows_per_shard=None, mode="create", codecs=None,
                   dictionaries=None, ragged=None):
     """Write ``data`` as shards of the dataset at ``uri`` and commit them once
@@ -210,21 +221,22 @@ def write_dataset(uri, data, *, codec="zstd", rows_per_shard=None, mode="create"
     as for ``write_shard``. Arrow columns map to zrecord columns as
     ``docs/ARROW_RAY.md`` says; ``Dataset.to_arrow`` gives them back.
     """
-    if rows_per_shard is not None and (isinstance(rows_per_shard, bool) or
-                                       int(rows_per_shard) != rows_per_shard or rows_per_shard < 1):
-        raise ValueError("rows_per_shard must be a positive integer")
+    rows_per_shard = _rows_per_shard(rows_per_shard)
     parts = [data] if isinstance(data, Mapping) else _arrow.tables(data) or data
     infos = []
-    for part in parts:
-        arrow = _arrow.tables(part)
-        part = arrow[0] if arrow else part
-        n = part.num_rows if arrow else _columns(part)[0][3]
-        step = int(rows_per_shard or n)
-        for start in range(0, n, step):
-            rows = (part.slice(start, step) if arrow else
-                    {k: v[start:start + step] for k, v in part.items()})
-            infos.append(write_shard(uri, rows, codec=codec, codecs=codecs,
-                                     dictionaries=dictionaries, ragged=ragged))
+    for given in parts:
+        # An Arrow part is its tables or batches (a RecordBatchReader among
+        # the parts, its batches); an empty one writes no shard.
+        tables = _arrow.tables(given)
+        arrow = tables is not None
+        for part in tables if arrow else [given]:
+            n = part.num_rows if arrow else _columns(part)[0][3]
+            step = rows_per_shard or max(n, 1)
+            for start in range(0, n, step):
+                rows = (part.slice(start, step) if arrow else
+                        {k: v[start:start + step] for k, v in part.items()})
+                infos.append(write_shard(uri, rows, codec=codec, codecs=codecs,
+                                         dictionaries=dictionaries, ragged=ragged))
     version = commit(uri, infos, mode=mode)
     return open_dataset(uri, version=version)
 

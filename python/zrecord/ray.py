@@ -17,7 +17,7 @@ from ray.data.block import BlockAccessor, BlockMetadata
 from ray.data.datasource import Datasink, Datasource, ReadTask
 
 from ._arrow import TEXT
-from ._dataset import commit, open_dataset, write_shard
+from ._dataset import _rows_per_shard, commit, open_dataset, write_shard
 from ._errors import ZrecordError
 from ._records import Dense
 
@@ -59,7 +59,7 @@ class DatasetSink(Datasink):
         self.uri = uri
         self.options = dict(codec=codec, codecs=codecs, dictionaries=dictionaries, ragged=ragged)
         self.mode = mode
-        self.rows_per_shard = rows_per_shard
+        self.rows_per_shard = _rows_per_shard(rows_per_shard)
         self.key = key
         self.done = committed_keys(uri, key) if key is not None and mode == "append" else frozenset()
         self.version = None

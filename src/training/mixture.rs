@@ -434,8 +434,8 @@ impl Mixture {
             self.segment += 1;
             self.chairman = Chairman::new(&self.segments[self.segment].weights);
         }
-        let room = try_room(&mut self.runs, n).map(|()| self.runs.clear());
-        room.map_err(|e| e.error("mixture", format!("a batch of {per} records")))?;
+        self.runs.clear(); // (room for `n` more beyond the last batch's would double it)
+        try_room(&mut self.runs, n).map_err(|e| e.error("mixture", format!("a batch of {per} records")))?;
         // The sources in batch order; then each source's records as one run
         // of its stream (so a cyclic source's permutation runs many inputs
         // side by side: the draw runs under the loader's lock); then each
@@ -627,6 +627,18 @@ fn uniform(key: u64, at: u64, len: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_fill_reuses_its_scratch() {
+        let mut m = Mixture::new(&[1000, 700], &[0.5, 0.5], 256, 3).unwrap();
+        let (mut sources, mut indices) = (Vec::new(), Vec::new());
+        m.fill_next(&mut sources, &mut indices).unwrap();
+        let room = m.runs.capacity();
+        for _ in 0..4 {
+            m.fill_next(&mut sources, &mut indices).unwrap();
+        }
+        assert_eq!(m.runs.capacity(), room, "the runs of a batch grew batch after batch");
+    }
 
     #[test]
     fn weights_read_as_small_fractions() {
