@@ -237,6 +237,11 @@ class StoreClient {
   info() { return this.call('info'); }
   records(indices, { summary = false, signal } = {}) { return this.call('records', { indices, summary }, signal); }
   /** Open the dataset whose zrecord.json is at `url` (see worker.js); its columns are streams. */
+  /**
+   * Sign every request below `scope` (`endpoint/bucket/`) with these S3 keys
+   * (SigV4, in the worker; they are kept in its memory only).
+   */
+  credentials(scope, keys) { return this.call('credentials', { scope, ...keys }); }
   openDataset(url, key, signal) { return this.call('openDataset', { url, key }, signal); }
 
   /** The same calls, on the dataset stream opened under `key`. */
@@ -3243,6 +3248,35 @@ $('#open-form').addEventListener('submit', (e) => {
   if (state.source?.url === abs) openSource({ url: abs });
   else location.hash = `url=${encodeURIComponent(url)}`;
 });
+
+$('#open-bucket').addEventListener('click', () => $('#bucket-dialog').showModal());
+$('#bucket-cancel').addEventListener('click', () => {
+  $('#bucket-form').reset();
+  $('#bucket-dialog').close();
+});
+$('#bucket-form').addEventListener('submit', async (e) => {
+  e.preventDefault();
+  const form = e.target;
+  const f = Object.fromEntries(new FormData(form));
+  // The fields are cleared at once: from here on the keys live only in the
+  // worker that signs the requests (docs/PRIVATE_BUCKETS.md).
+  form.reset();
+  $('#bucket-dialog').close();
+  const { url, scope } = bucketUrl(f);
+  await client.credentials(scope, {
+    region: f.region.trim(), accessKeyId: f.accessKeyId.trim(), secretAccessKey: f.secretAccessKey.trim(), sessionToken: f.sessionToken.trim(),
+  });
+  if (state.source?.url === url) openSource({ url });
+  else location.hash = `url=${encodeURIComponent(url)}`;
+});
+
+/** The path-style URL of a bucket's prefix, and the scope its keys sign: `endpoint/bucket/`. */
+function bucketUrl({ endpoint, region, bucket, prefix }) {
+  const base = (endpoint.trim() || `https://s3.${region.trim()}.amazonaws.com`).replace(/\/+$/, '');
+  const scope = `${base}/${bucket.trim()}/`;
+  const path = prefix.trim().replace(/^\/+|\/+$/g, '');
+  return { url: path ? `${scope}${path}/` : scope, scope };
+}
 
 $('#dir-input').addEventListener('change', (e) => {
   const files = [...e.target.files];

@@ -677,6 +677,35 @@ $('#open-form').addEventListener('submit', (e) => {
   else location.hash = `url=${encodeURIComponent(url)}`;
 });
 
+$('#open-bucket').addEventListener('click', () => $('#bucket-dialog').showModal());
+$('#bucket-cancel').addEventListener('click', () => {
+  $('#bucket-form').reset();
+  $('#bucket-dialog').close();
+});
+$('#bucket-form').addEventListener('submit', async (e) => {
+  e.preventDefault();
+  const form = e.target;
+  const f = Object.fromEntries(new FormData(form));
+  // The fields are cleared at once: from here on the keys live only in the
+  // worker that signs the requests (docs/PRIVATE_BUCKETS.md).
+  form.reset();
+  $('#bucket-dialog').close();
+  const { url, scope } = bucketUrl(f);
+  await client.credentials(scope, {
+    region: f.region.trim(), accessKeyId: f.accessKeyId.trim(), secretAccessKey: f.secretAccessKey.trim(), sessionToken: f.sessionToken.trim(),
+  });
+  if (state.source?.url === url) openSource({ url });
+  else location.hash = `url=${encodeURIComponent(url)}`;
+});
+
+/** The path-style URL of a bucket's prefix, and the scope its keys sign: `endpoint/bucket/`. */
+function bucketUrl({ endpoint, region, bucket, prefix }) {
+  const base = (endpoint.trim() || `https://s3.${region.trim()}.amazonaws.com`).replace(/\/+$/, '');
+  const scope = `${base}/${bucket.trim()}/`;
+  const path = prefix.trim().replace(/^\/+|\/+$/g, '');
+  return { url: path ? `${scope}${path}/` : scope, scope };
+}
+
 $('#dir-input').addEventListener('change', (e) => {
   const files = [...e.target.files];
   if (files.length) openLocal(files.map((file) => ({ file, path: file.webkitRelativePath || file.name })));

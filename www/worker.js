@@ -77,8 +77,21 @@ async function readerFetch(input, init) {
     const hit = await prefetched.serve(url, range);
     if (hit) return hit;
   }
+  const url = String(input?.url ?? input);
+  if (signer && url.startsWith(signer.scope)) {
+    // SigV4 in the Authorization header (never in the URL), by aws4fetch.
+    const signed = await signer.client.sign(url, { method: 'GET', headers: init?.headers });
+    return fetch(signed, { cache: 'no-store', signal: init?.signal });
+  }
   return fetch(input, Object.assign(init || {}, { cache: 'no-store' }));
 }
+
+/**
+ * The S3 keys of the bucket opened with "Open private bucket…": requests
+ * below `scope` are signed with them. Held in this worker's memory only,
+ * for the tab's life; never posted back, stored or logged.
+ */
+let signer = null;
 
 /**
  * Records of a sealed store (one with a sums.zr checksum sidecar) are
@@ -176,6 +189,15 @@ async function ready(key = 'main') {
 }
 
 const ops = {
+  async credentials({ scope, region, accessKeyId, secretAccessKey, sessionToken }) {
+    const { AwsClient } = await import('./aws4fetch.js');
+    signer = {
+      scope,
+      client: new AwsClient({ accessKeyId, secretAccessKey, sessionToken: sessionToken || undefined, service: 's3', region }),
+    };
+    return null;
+  },
+
   open(args, signal) {
     const key = args.key || 'main';
     const p = openStore(args, signal);

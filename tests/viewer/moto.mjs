@@ -1,5 +1,6 @@
 // moto's S3 server for the viewer tests, with signatures checked (as
-// tests/common/moto.rs starts it for the Rust tests): a private bucket, its
+// tests/common/moto.rs starts it for the Rust tests; CORS as S3 does it:
+// tests/moto/cors_server.py): a private bucket, its
 // access key, objects put and replaced through boto3, a CORS rule or none.
 // Stopped by its PID.
 
@@ -32,7 +33,8 @@ ${code}`;
 /** Start moto on a free port with a private bucket; `await m.stop()` when done. */
 export async function startMoto() {
   const port = await freePort();
-  const child = spawn(join(venv, 'bin/moto_server'), ['-H', '127.0.0.1', '-p', String(port)], {
+  // moto with CORS as S3 does it (see tests/moto/cors_server.py).
+  const child = spawn(join(venv, 'bin/python'), [join(repo, 'tests/moto/cors_server.py'), '-H', '127.0.0.1', '-p', String(port)], {
     env: { ...process.env, INITIAL_NO_AUTH_ACTION_COUNT: '3' },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
@@ -90,7 +92,8 @@ for d, _, names in os.walk(root, followlinks=True):
 export const VIEWER_CORS = [{
   AllowedOrigins: ['*'],
   AllowedMethods: ['GET', 'HEAD'],
-  AllowedHeaders: ['*'],
+  // Listed: a `*` does not cover Authorization in browsers.
+  AllowedHeaders: ['Authorization', 'Range', 'If-Match', 'X-Amz-Date', 'X-Amz-Content-Sha256', 'X-Amz-Security-Token'],
   ExposeHeaders: ['Content-Range', 'Content-Length', 'ETag'],
   MaxAgeSeconds: 3600,
 }];
