@@ -79,6 +79,8 @@ export class StoreClient {
    * (SigV4, in the worker; they are kept in its memory only).
    */
   credentials(scope, keys) { return this.call('credentials', { scope, ...keys }); }
+  /** Fetch each file of the store at `base` through its presigned URL (`base` + name + `?` + queries[name]). */
+  presigned(base, queries) { return this.call('presigned', { base, queries }); }
   openDataset(url, key, signal) { return this.call('openDataset', { url, key }, signal); }
 
   /** The same calls, on the dataset stream opened under `key`. */

@@ -150,6 +150,54 @@ impl Bucket {
     }
 }
 
+/// Presigned GET URLs of a store's files in an `s3://` bucket (SigV4,
+/// signed with the environment's credentials, valid for `expires`): its
+/// `meta.zr` and `data.zr`, and its `dict.zr` and `sums.zr` when they exist.
+/// Anyone holding a URL can read that file until it expires.
+///
+/// # Errors
+/// `InvalidArgument` for a URL that is not `s3://` or an expiry past S3's
+/// 7 days; `NotFound` without `meta.zr`; as [`convert`] for a refused read.
+pub fn presign_store(url: &str, expires: Duration) -> Result<Vec<(StoreFile, String)>> {
+    use object_store::signer::Signer;
+    let bad = |why: String| Error::InvalidArgument { store: url.to_string(), why };
+    if !url.starts_with("s3://") {
+        return Err(bad(
+            "presigned links are made for s3:// stores (for gs:// and az://, use `zrecord view`)".into(),
+        ));
+    }
+    if expires > Duration::from_secs(7 * 24 * 3600) || expires.is_zero() {
+        return Err(bad("S3 presigned URLs last between 1 second and 7 days".into()));
+    }
+    let bucket = Bucket::from_url(url, BucketRetry::default())?;
+    let root = bucket.url.split('/').take(3).collect::<Vec<_>>().join("/");
+    let s3 = object_store::aws::AmazonS3Builder::from_env()
+        .with_url(&root)
+        .build()
+        .map_err(|e| bad(format!("configuring the s3:// client: {e}")))?;
+    let task = runtime::spawn(async move {
+        let mut out = Vec::new();
+        for file in [StoreFile::Meta, StoreFile::Data, StoreFile::Dict, StoreFile::Sums] {
+            let path = bucket.object(file.name());
+            let at = format!("{}{}", bucket.url, file.name());
+            match bucket.store.head(&path).await {
+                Ok(_) => {}
+                Err(object_store::Error::NotFound { .. })
+                    if !matches!(file, StoreFile::Meta | StoreFile::Data) =>
+                {
+                    continue
+                }
+                Err(e) => return Err(convert(&at, e)),
+            }
+            let signed =
+                s3.signed_url(reqwest::Method::GET, &path, expires).await.map_err(|e| convert(&at, e))?;
+            out.push((file, signed.to_string()));
+        }
+        Ok(out)
+    });
+    super::block_on(task).unwrap_or_else(|| Err(bad("the signing task stopped".into())))
+}
+
 /// A store's files in a bucket, read with ranged GETs through `object_store`.
 #[derive(Debug)]
 pub struct ObjectRanges {

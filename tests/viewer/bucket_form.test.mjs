@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import {
   assert, env, withPage, noPageErrors, fixture, expectedBytes, waitRecord, gotoRecord, canvasPixels, assertImage, shot,
 } from './helpers.mjs';
-import { startMoto, VIEWER_CORS } from './moto.mjs';
+import { startMoto, openBucket, VIEWER_CORS } from './moto.mjs';
 
 let page;
 withPage((p) => (page = p));
@@ -22,13 +22,6 @@ before(async () => {
   moto.cors(VIEWER_CORS);
 });
 after(async () => { await moto?.stop(); });
-
-/** Fill and submit the form (the viewer page already loaded). */
-export async function openBucket(p, fields) {
-  await p.click('#open-bucket');
-  for (const [name, value] of Object.entries(fields)) await p.fill(`#bucket-form [name="${name}"]`, value);
-  await p.click('#bucket-form button[type=submit]');
-}
 
 const keys = () => ({ endpoint: moto.endpoint, region: 'us-east-1', bucket: moto.bucket, accessKeyId: moto.key, secretAccessKey: moto.secret });
 

@@ -80,6 +80,8 @@ for d, _, names in os.walk(root, followlinks=True):
       : 's3.delete_bucket_cors(Bucket=bucket)'),
     /** Presigned GET URL of `path`, valid `expires` seconds. */
     presign: (path, expires) => boto(m, `print(s3.generate_presigned_url("get_object", Params={"Bucket": bucket, "Key": ${JSON.stringify(path)}}, ExpiresIn=${expires}))`).trim(),
+    /** moto's log so far. */
+    log: () => log,
     stop: async () => {
       child.kill('SIGTERM');
       await new Promise((r) => (child.exitCode != null ? r() : child.once('exit', r)));
@@ -124,4 +126,11 @@ export async function startZrecord(zrecord, args, env) {
       }
     },
   };
+}
+
+/** Fill and submit the viewer's "Open private bucket…" form (the page loaded). */
+export async function openBucket(page, fields) {
+  await page.click('#open-bucket');
+  for (const [name, value] of Object.entries(fields)) await page.fill(`#bucket-form [name="${name}"]`, value);
+  await page.click('#bucket-form button[type=submit]');
 }
