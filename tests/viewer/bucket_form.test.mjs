@@ -4,24 +4,23 @@
 // keys nowhere but in memory: not in localStorage, sessionStorage, the
 // address bar, or any URL the page or its worker requested.
 
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import { join } from 'node:path';
 import {
   assert, env, withPage, noPageErrors, fixture, expectedBytes, waitRecord, gotoRecord, canvasPixels, assertImage, shot,
 } from './helpers.mjs';
-import { startMoto, openBucket, VIEWER_CORS } from './moto.mjs';
+import { withMoto, openBucket, VIEWER_CORS, assertDatasetRows } from './moto.mjs';
 
 let page;
 withPage((p) => (page = p));
 
 let moto;
-before(async () => {
-  moto = await startMoto();
-  moto.putDir('stores/img', join(env.fixtures, 'dense-u8-img-raw'));
-  moto.putDir('datasets/v1', join(env.fixtures, '../dataset-v1'));
-  moto.cors(VIEWER_CORS);
+withMoto((m) => {
+  moto = m;
+  m.putDir('stores/img', join(env.fixtures, 'dense-u8-img-raw'));
+  m.putDir('datasets/v1', join(env.fixtures, '../dataset-v1'));
+  m.cors(VIEWER_CORS);
 });
-after(async () => { await moto?.stop(); });
 
 const keys = () => ({ endpoint: moto.endpoint, region: 'us-east-1', bucket: moto.bucket, accessKeyId: moto.key, secretAccessKey: moto.secret });
 
@@ -72,20 +71,7 @@ test('a dataset in a private bucket opens from the form: its columns as from a l
   await page.goto('about:blank');
   await page.goto(env.viewer);
   await openBucket(page, { ...keys(), prefix: 'datasets/v1' });
-  await page.waitForSelector('.ds-row[data-index="0"] .cell[data-stream="tokens"] .ids');
-  assert.match(await page.textContent('#records .table-bar h2'), /2 streams · 10 rows · 3 shards · version 1/);
-  const x = (i) => [i, -i * 0.5].map((v) => v + 0);
-  const tokens = (i) => Array.from({ length: (i % 7) + 1 }, (_, k) => i * 31 + k);
-  for (const i of [0, 5, 9]) {
-    await page.waitForSelector(`.ds-row[data-index="${i}"] .cell[data-stream="tokens"] .ids`);
-    await page.waitForSelector(`.ds-row[data-index="${i}"] .cell[data-stream="x"] .ids`);
-    const r = await page.$eval(`.ds-row[data-index="${i}"]`, (e) => ({
-      x: e.querySelector('.cell[data-stream="x"]').textContent.trim().split(/\s+/).map((v) => Number(v) + 0),
-      tokens: e.querySelector('.cell[data-stream="tokens"]').textContent.trim().split(/\s+/).map(Number),
-    }));
-    assert.deepEqual(r.x, x(i), `x of row ${i}`);
-    assert.deepEqual(r.tokens, tokens(i), `tokens of row ${i}`);
-  }
+  await assertDatasetRows(page, [0, 5, 9], assert);
   await assertNoKeys(urls);
   page.removeAllListeners('request');
   noPageErrors(page);

@@ -5,6 +5,7 @@
 // Stopped by its PID.
 
 import { spawn, execFileSync } from 'node:child_process';
+import { before, after } from 'node:test';
 import { createServer, connect } from 'node:net';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -133,4 +134,35 @@ export async function openBucket(page, fields) {
   await page.click('#open-bucket');
   for (const [name, value] of Object.entries(fields)) await page.fill(`#bucket-form [name="${name}"]`, value);
   await page.click('#bucket-form button[type=submit]');
+}
+
+/**
+ * The dataset fixture (tests/fixtures/dataset-v1) as the page shows it once
+ * opened: its header, and rows `indices` with exactly its x and tokens.
+ */
+export async function assertDatasetRows(page, indices, assert) {
+  await page.waitForSelector('.ds-row[data-index="0"] .cell[data-stream="tokens"] .ids');
+  assert.match(await page.textContent('#records .table-bar h2'), /2 streams · 10 rows · 3 shards · version 1/);
+  const x = (i) => [i, -i * 0.5].map((v) => v + 0);
+  const tokens = (i) => Array.from({ length: (i % 7) + 1 }, (_, k) => i * 31 + k);
+  for (const i of indices) {
+    await page.waitForSelector(`.ds-row[data-index="${i}"] .cell[data-stream="tokens"] .ids`);
+    await page.waitForSelector(`.ds-row[data-index="${i}"] .cell[data-stream="x"] .ids`);
+    const r = await page.$eval(`.ds-row[data-index="${i}"]`, (e) => ({
+      x: e.querySelector('.cell[data-stream="x"]').textContent.trim().split(/\s+/).map((v) => Number(v) + 0),
+      tokens: e.querySelector('.cell[data-stream="tokens"]').textContent.trim().split(/\s+/).map(Number),
+    }));
+    assert.deepEqual(r.x, x(i), `x of row ${i}`);
+    assert.deepEqual(r.tokens, tokens(i), `tokens of row ${i}`);
+  }
+}
+
+/** moto for one test file: started before its tests and given to `setup`, stopped after them. */
+export function withMoto(setup) {
+  let m;
+  before(async () => {
+    m = await startMoto();
+    setup(m);
+  });
+  after(async () => { await m?.stop(); });
 }

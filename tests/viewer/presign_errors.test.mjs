@@ -3,24 +3,23 @@
 // each refusal of a private bucket gets its own message naming the fix:
 // wrong keys, no such bucket, no CORS rule, an expired link.
 
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import {
   assert, env, withPage, noPageErrors, fixture, expectedBytes, waitRecord, gotoRecord, canvasPixels, assertImage, shot,
 } from './helpers.mjs';
-import { startMoto, openBucket, VIEWER_CORS } from './moto.mjs';
+import { withMoto, openBucket, VIEWER_CORS } from './moto.mjs';
 
 let page;
 withPage((p) => (page = p));
 
 let moto;
-before(async () => {
-  moto = await startMoto();
-  moto.putDir('stores/img', join(env.fixtures, 'dense-u8-img-raw'));
-  moto.cors(VIEWER_CORS);
+withMoto((m) => {
+  moto = m;
+  m.putDir('stores/img', join(env.fixtures, 'dense-u8-img-raw'));
+  m.cors(VIEWER_CORS);
 });
-after(async () => { await moto?.stop(); });
 
 function presign(expires) {
   const out = execFileSync(env.zrecord, ['presign', moto.url('stores/img'), '--expires', expires, '--viewer', env.viewer], { env: moto.env(), encoding: 'utf8' });
