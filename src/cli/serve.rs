@@ -178,6 +178,7 @@ fn view_remote(ctx: &Ctx, remote: &str, a: &ViewArgs) -> CliResult {
     // first read also checks the credentials, before a link is printed.
     let what = match up.read("meta.zr", 0..1) {
         Ok(_) => "store",
+        Err(e @ Error::NotFound { .. }) if e.to_string().contains("no such bucket") => return Err(e.into()),
         Err(Error::NotFound { .. }) => match up.read("zrecord.json", 0..1) {
             Ok(_) => "dataset",
             Err(Error::NotFound { .. }) => {

@@ -236,6 +236,10 @@ pub(crate) fn convert(at: &str, e: object_store::Error) -> Error {
     use object_store::Error as E;
     let chain = super::client::error_chain(&e);
     match e {
+        E::NotFound { .. } if chain.contains("NoSuchBucket") => Error::NotFound {
+            store: at.to_string(),
+            what: "no such bucket (check the bucket's name, the endpoint and the region)".into(),
+        },
         E::NotFound { .. } => {
             Error::NotFound { store: at.to_string(), what: "no such object in the bucket".into() }
         }

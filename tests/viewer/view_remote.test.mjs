@@ -98,7 +98,9 @@ test('a file replaced upstream while the viewer is open is an error, not other r
   assert.match(z.errors(), /replaced upstream/);
 });
 
-test('a missing store and wrong credentials fail before a link is printed', async () => {
+test('a missing store, a missing bucket and wrong credentials fail before a link is printed', async () => {
+  await assert.rejects(startZrecord(env.zrecord, ['view', 's3://no-such-bucket/stores/img', '--port', '0'], moto.env()),
+    /no such bucket \(check the bucket's name/);
   await assert.rejects(startZrecord(env.zrecord, ['view', moto.url('stores/none'), '--port', '0'], moto.env()),
     /neither a store .* nor a dataset/);
   await assert.rejects(startZrecord(env.zrecord, ['view', moto.url('stores/img'), '--port', '0'], moto.env('not-the-secret')),
