@@ -90,7 +90,7 @@ enum Command {
     /// Publish a local store to a bucket (s3://, gs://, az://), meta.zr last.
     #[cfg(feature = "cloud")]
     Push(push::Args),
-    /// A viewer link that opens a private s3:// store with no credentials until it expires.
+    /// A viewer link that opens a private s3:// store or small dataset, no credentials, until it expires.
     #[cfg(all(feature = "cloud", feature = "serve"))]
     Presign(presign::Args),
     /// Serve a directory of stores over HTTP with the web viewer, until Ctrl-C.

@@ -150,15 +150,21 @@ impl Bucket {
     }
 }
 
-/// Presigned GET URLs of a store's files in an `s3://` bucket (SigV4,
-/// signed with the environment's credentials, valid for `expires`): its
-/// `meta.zr` and `data.zr`, and its `dict.zr` and `sums.zr` when they exist.
-/// Anyone holding a URL can read that file until it expires.
+/// Most files one presigned link carries (`presign_prefix`).
+pub const PRESIGN_MAX_FILES: usize = 200;
+
+/// Presigned GET URLs (SigV4, signed with the environment's credentials,
+/// valid for `expires`) of every file below an `s3://` prefix: a store's
+/// (`meta.zr`, `data.zr`, `dict.zr`, `sums.zr`) or a small dataset's (its
+/// manifest, versions and shards), as (path below the prefix, URL). Anyone
+/// holding a URL can read that file until it expires.
 ///
 /// # Errors
-/// `InvalidArgument` for a URL that is not `s3://` or an expiry past S3's
-/// 7 days; `NotFound` without `meta.zr`; as [`convert`] for a refused read.
-pub fn presign_store(url: &str, expires: Duration) -> Result<Vec<(StoreFile, String)>> {
+/// `InvalidArgument` for a URL that is not `s3://`, an expiry past S3's 7
+/// days, or more than [`PRESIGN_MAX_FILES`] files; `NotFound` when the
+/// prefix holds neither `meta.zr` nor `zrecord.json`; as [`convert`] for a
+/// refused listing.
+pub fn presign_prefix(url: &str, expires: Duration) -> Result<Vec<(String, String)>> {
     use object_store::signer::Signer;
     let bad = |why: String| Error::InvalidArgument { store: url.to_string(), why };
     if !url.starts_with("s3://") {
@@ -175,23 +181,46 @@ pub fn presign_store(url: &str, expires: Duration) -> Result<Vec<(StoreFile, Str
         .with_url(&root)
         .build()
         .map_err(|e| bad(format!("configuring the s3:// client: {e}")))?;
+    let name = bucket.url.clone();
     let task = runtime::spawn(async move {
-        let mut out = Vec::new();
-        for file in [StoreFile::Meta, StoreFile::Data, StoreFile::Dict, StoreFile::Sums] {
-            let path = bucket.object(file.name());
-            let at = format!("{}{}", bucket.url, file.name());
-            match bucket.store.head(&path).await {
-                Ok(_) => {}
-                Err(object_store::Error::NotFound { .. })
-                    if !matches!(file, StoreFile::Meta | StoreFile::Data) =>
-                {
-                    continue
-                }
-                Err(e) => return Err(convert(&at, e)),
+        // Every object below the prefix, directory by directory.
+        let mut files = Vec::new();
+        let mut dirs = vec![bucket.prefix.clone()];
+        while let Some(dir) = dirs.pop() {
+            let listed = bucket.store.list_with_delimiter(Some(&dir)).await.map_err(|e| convert(&name, e))?;
+            files.extend(listed.objects.into_iter().map(|o| o.location));
+            dirs.extend(listed.common_prefixes);
+            if files.len() > PRESIGN_MAX_FILES {
+                return Err(Error::InvalidArgument {
+                    store: name,
+                    why: format!(
+                        "more than {PRESIGN_MAX_FILES} files: too many for one link; look at it with \
+                         `zrecord view URL` instead"
+                    ),
+                });
             }
-            let signed =
-                s3.signed_url(reqwest::Method::GET, &path, expires).await.map_err(|e| convert(&at, e))?;
-            out.push((file, signed.to_string()));
+        }
+        let below = |p: &ObjectPath| {
+            let (p, prefix) = (p.as_ref(), bucket.prefix.as_ref());
+            if prefix.is_empty() {
+                p.to_string()
+            } else {
+                p[prefix.len()..].trim_start_matches('/').to_string()
+            }
+        };
+        let mut out = Vec::new();
+        for path in files {
+            let signed = s3
+                .signed_url(reqwest::Method::GET, &path, expires)
+                .await
+                .map_err(|e| convert(&format!("{name}{}", below(&path)), e))?;
+            out.push((below(&path), signed.to_string()));
+        }
+        if !out.iter().any(|(p, _)| p == StoreFile::Meta.name() || p == "zrecord.json") {
+            return Err(Error::NotFound {
+                store: name,
+                what: "neither a store (meta.zr) nor a dataset (zrecord.json) is there".into(),
+            });
         }
         Ok(out)
     });

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import {
   assert, env, withPage, noPageErrors, fixture, expectedBytes, waitRecord, gotoRecord, canvasPixels, assertImage, shot,
 } from './helpers.mjs';
-import { withMoto, openBucket, VIEWER_CORS } from './moto.mjs';
+import { withMoto, openBucket, VIEWER_CORS, assertDatasetRows } from './moto.mjs';
 
 let page;
 withPage((p) => (page = p));
@@ -18,11 +18,12 @@ let moto;
 withMoto((m) => {
   moto = m;
   m.putDir('stores/img', join(env.fixtures, 'dense-u8-img-raw'));
+  m.putDir('datasets/v1', join(env.fixtures, '../dataset-v1'));
   m.cors(VIEWER_CORS);
 });
 
-function presign(expires) {
-  const out = execFileSync(env.zrecord, ['presign', moto.url('stores/img'), '--expires', expires, '--viewer', env.viewer], { env: moto.env(), encoding: 'utf8' });
+function presign(expires, path = 'stores/img') {
+  const out = execFileSync(env.zrecord, ['presign', moto.url(path), '--expires', expires, '--viewer', env.viewer], { env: moto.env(), encoding: 'utf8' });
   return /^viewer: (\S+)/m.exec(out)[1];
 }
 
@@ -50,6 +51,14 @@ test('a presigned link opens a private store with no credentials, every file thr
     assert.equal(r.headers().authorization, undefined);
   }
   page.removeAllListeners('request');
+  noPageErrors(page);
+});
+
+test('a presigned link to a small dataset opens its columns and shards', async () => {
+  const link = presign('1h', 'datasets/v1');
+  await page.goto('about:blank');
+  await page.goto(link);
+  await assertDatasetRows(page, [0, 4, 9], assert);
   noPageErrors(page);
 });
 
