@@ -157,11 +157,17 @@ export async function assertDatasetRows(page, indices, assert) {
   }
 }
 
-/** moto for one test file: started before its tests and given to `setup`, stopped after them. */
-export function withMoto(setup) {
+/**
+ * moto for one test file: started before its tests with a store
+ * (`stores/img`: the dense-u8-img-raw fixture) and a dataset (`datasets/v1`)
+ * in its bucket, given to `setup`, stopped after them.
+ */
+export function withMoto(fixtures, setup) {
   let m;
   before(async () => {
     m = await startMoto();
+    m.putDir('stores/img', join(fixtures, 'dense-u8-img-raw'));
+    m.putDir('datasets/v1', join(fixtures, '../dataset-v1'));
     setup(m);
   });
   after(async () => { await m?.stop(); });

@@ -5,7 +5,6 @@
 
 import { test } from 'node:test';
 import { execFileSync } from 'node:child_process';
-import { join } from 'node:path';
 import {
   assert, env, withPage, noPageErrors, fixture, expectedBytes, waitRecord, gotoRecord, canvasPixels, assertImage, shot,
 } from './helpers.mjs';
@@ -15,10 +14,8 @@ let page;
 withPage((p) => (page = p));
 
 let moto;
-withMoto((m) => {
+withMoto(env.fixtures, (m) => {
   moto = m;
-  m.putDir('stores/img', join(env.fixtures, 'dense-u8-img-raw'));
-  m.putDir('datasets/v1', join(env.fixtures, '../dataset-v1'));
   m.cors(VIEWER_CORS);
 });
 

@@ -19,11 +19,9 @@ let moto;
 const running = [];
 const big = join(env.scratch, '../big/tokens-200k');
 
-withMoto((m) => {
+withMoto(env.fixtures, (m) => {
   moto = m;
-  m.putDir('stores/img', join(env.fixtures, 'dense-u8-img-raw'));
   m.putDir('stores/tokens', join(env.fixtures, 'ragged-i32-tokens-zstd'));
-  m.putDir('datasets/v1', join(env.fixtures, '../dataset-v1'));
   m.putDir('stores/big', big);
 });
 
