@@ -162,8 +162,8 @@ pub const PRESIGN_MAX_FILES: usize = 200;
 /// # Errors
 /// `InvalidArgument` for a URL that is not `s3://`, an expiry past S3's 7
 /// days, or more than [`PRESIGN_MAX_FILES`] files; `NotFound` when the
-/// prefix holds neither `meta.zr` nor `zrecord.json`; as [`convert`] for a
-/// refused listing.
+/// prefix holds neither `meta.zr` nor `zrecord.json`; `Remote` (wrong
+/// keys named) for a refused listing.
 pub fn presign_prefix(url: &str, expires: Duration) -> Result<Vec<(String, String)>> {
     use object_store::signer::Signer;
     let bad = |why: String| Error::InvalidArgument { store: url.to_string(), why };

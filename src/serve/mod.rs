@@ -19,9 +19,13 @@
 //!    asks for `…/index.html`. **The viewer's files always win**: a served
 //!    folder holding `index.html`, `app.js` or `pkg/zrecord.js` cannot replace
 //!    the viewer's code (those files of the folder are not reachable).
-//! 4. A regular file under the root, at the same path as in the directory
+//! 4. With [`ServeConfig::proxy`], a path below its mount: read from the
+//!    remote prefix (`proxy.rs`: one pinned version per file, ranged reads of
+//!    at most [`PROXY_MAX_RANGE`] bytes, [`PROXY_IN_FLIGHT`] at once). Mounted
+//!    at `""`, it answers every path but the viewer's, and `/api/stores` is `[]`.
+//! 5. A regular file under the root, at the same path as in the directory
 //!    (`/a/b/data.zr` is `DIR/a/b/data.zr`).
-//! 5. `404`.
+//! 6. `404`.
 //!
 //! Directories are never listed and only regular files are served.
 //!
