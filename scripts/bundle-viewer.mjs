@@ -11,7 +11,10 @@
 // top-level function, class, const and let declarations. Each module becomes
 // a function whose result holds its exports, evaluated in dependency order,
 // so module-level names never collide. The worker (worker.js, dtype.js, pkg/)
-// is not bundled: it starts in parallel with the page.
+// is not bundled: it starts in parallel with the page. The worker's one npm
+// dependency, aws4fetch (SigV4 signing for "Open private bucket…"), is
+// copied from node_modules into www/aws4fetch.js, which it imports when
+// keys are given.
 
 import { readFileSync, writeFileSync, existsSync } from 'node:fs';
 import { join, dirname, resolve } from 'node:path';
@@ -79,18 +82,29 @@ export function bundle() {
   return { text: `${parts.join('\n')}\n`, modules: order.map((m) => m.name) };
 }
 
+/** www/aws4fetch.js: aws4fetch's ES module, as npm installed it (package-lock.json pins it). */
+export function vendored() {
+  const src = join(www, '../node_modules/aws4fetch/dist/aws4fetch.esm.mjs');
+  if (!existsSync(src)) throw new Error('node_modules/aws4fetch is missing: run npm ci');
+  const version = JSON.parse(readFileSync(join(src, '../../package.json'), 'utf8')).version;
+  return `// aws4fetch ${version} (MIT), copied by scripts/bundle-viewer.mjs from node_modules.\n${readFileSync(src, 'utf8')}`;
+}
+
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   const { text, modules } = bundle();
-  const out = join(www, OUT);
-  if (process.argv.includes('--check')) {
-    const have = existsSync(out) ? readFileSync(out, 'utf8') : '';
-    if (have !== text) {
-      console.error(`www/${OUT} is out of date with ${modules.join(', ')}: run node scripts/bundle-viewer.mjs`);
-      process.exit(1);
+  const outputs = [[OUT, text, `${modules.length} modules`], ['aws4fetch.js', vendored(), 'aws4fetch']];
+  for (const [name, want, what] of outputs) {
+    const out = join(www, name);
+    if (process.argv.includes('--check')) {
+      const have = existsSync(out) ? readFileSync(out, 'utf8') : '';
+      if (have !== want) {
+        console.error(`www/${name} is out of date with ${what}: run node scripts/bundle-viewer.mjs`);
+        process.exit(1);
+      }
+      console.log(`www/${name} is up to date (${what})`);
+    } else {
+      writeFileSync(out, want);
+      console.log(`wrote www/${name} (${what}, ${want.length} bytes)`);
     }
-    console.log(`www/${OUT} is up to date (${modules.length} modules)`);
-  } else {
-    writeFileSync(out, text);
-    console.log(`wrote www/${OUT} (${modules.length} modules, ${text.length} bytes)`);
   }
 }

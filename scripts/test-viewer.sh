@@ -37,7 +37,7 @@ fixtures=$(cd "$repo/tests/fixtures/loaderx-2.0.1" 2>/dev/null && pwd) \
   || die "fixtures not found at tests/fixtures/loaderx-2.0.1"
 
 step "playwright-core (npm, no browser download)"
-if { [ ! -d node_modules/playwright-core ] || [ ! -x node_modules/.bin/wasm-opt ]; }; then
+if { [ ! -d node_modules/playwright-core ] || [ ! -x node_modules/.bin/wasm-opt ] || [ ! -d node_modules/aws4fetch ]; }; then
   PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --silent
 fi
 

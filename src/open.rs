@@ -100,12 +100,24 @@ pub fn open_with(target: impl AsRef<OsStr>, options: &Options) -> Result<AnyStor
 /// `InvalidArgument` for a local path or an unknown scheme, and as [`open`].
 #[cfg(feature = "http")]
 pub fn remote(url: &str, options: &Options) -> Result<BlockingStore> {
+    BlockingStore::open(remote_dir(url, options)?, options.remote.clone())
+}
+
+/// The transport that reads the remote directory at `url` (http(s)://,
+/// s3://, gs://, az://): a store's, a dataset's, or any prefix whose files
+/// are then read by path ([`crate::remote::RangeRead::read_path`]).
+///
+/// # Errors
+/// `InvalidArgument` for a local path, an unknown scheme or a bucket
+/// configuration the client refuses.
+#[cfg(feature = "http")]
+pub fn remote_dir(url: &str, options: &Options) -> Result<AnyTransport> {
     match Location::parse(url)? {
         Location::Path(_) => Err(Error::InvalidArgument {
             store: url.to_string(),
             why: "not a URL (http(s)://, s3://, gs://, az://, ...)".into(),
         }),
-        remote => BlockingStore::open(transport(remote, options)?, options.remote.clone()),
+        remote => transport(remote, options),
     }
 }
 

@@ -695,3 +695,99 @@ fn slow_heads_and_idle_connections_are_closed() {
         "closed after {waited:?}"
     );
 }
+
+/// An upstream in memory for the proxy: files with a version each, and what
+/// was asked of it (the longest read, the most reads at once).
+#[derive(Default)]
+struct Upstream {
+    files: std::sync::Mutex<std::collections::HashMap<String, (Vec<u8>, String)>>,
+    longest: std::sync::atomic::AtomicU64,
+    now: std::sync::atomic::AtomicUsize,
+    peak: std::sync::atomic::AtomicUsize,
+    delay: Duration,
+}
+
+impl serve::Upstream for Upstream {
+    fn read(&self, path: &str, range: std::ops::Range<u64>) -> zrecord::Result<zrecord::remote::Ranged> {
+        use std::sync::atomic::Ordering::SeqCst;
+        let now = self.now.fetch_add(1, SeqCst) + 1;
+        self.peak.fetch_max(now, SeqCst);
+        self.longest.fetch_max(range.end - range.start, SeqCst);
+        std::thread::sleep(self.delay);
+        let got = self.files.lock().unwrap().get(path).cloned();
+        self.now.fetch_sub(1, SeqCst);
+        let (bytes, version) = got
+            .ok_or_else(|| zrecord::Error::NotFound { store: path.into(), what: "no such object".into() })?;
+        let total = bytes.len() as u64;
+        let (s, e) = (range.start.min(total) as usize, range.end.min(total) as usize);
+        Ok(zrecord::remote::Ranged { bytes: bytes[s..e].to_vec(), total, version: Some(version) })
+    }
+    fn name(&self) -> String {
+        "mem://up/".into()
+    }
+}
+
+fn proxied(up: &std::sync::Arc<Upstream>) -> ServerHandle {
+    let mut cfg = ServeConfig::new(FIXTURES);
+    cfg.proxy = Some((String::new(), up.clone() as std::sync::Arc<dyn serve::Upstream>));
+    serve::start(cfg).unwrap()
+}
+
+#[test]
+fn proxy_pins_each_file_and_bounds_every_read() {
+    let up = std::sync::Arc::new(Upstream::default());
+    let meta = fixture("dense-u8-img-raw/meta.zr");
+    let big = vec![7u8; 20 << 20];
+    up.files.lock().unwrap().insert("s/meta.zr".into(), (meta.clone(), "\"v1\"".into()));
+    up.files.lock().unwrap().insert("s/big".into(), (big, "\"b1\"".into()));
+    let server = proxied(&up);
+
+    let r = get(&server, "/s/meta.zr", &[("Range", "bytes=10-19")]);
+    assert_eq!(r.status, 206, "{r:?}");
+    assert_eq!(r.body, meta[10..20]);
+    assert!(r.has("Content-Range", &format!("bytes 10-19/{}", meta.len())), "{r:?}");
+    assert!(r.has("ETag", "\"v1\""), "{r:?}");
+    assert_cors(&r);
+    // Whole (it is small), HEAD, past the end, missing, a failed If-Match.
+    assert_eq!(get(&server, "/s/meta.zr", &[]).body, meta);
+    let h = Conn::open(server.addr()).req("HEAD", "/s/meta.zr", &[]);
+    assert_eq!((h.status, h.header("content-length")), (200, Some(meta.len().to_string().as_str())));
+    assert_eq!(get(&server, "/s/meta.zr", &[("Range", &format!("bytes={}-", meta.len()))]).status, 416);
+    assert_eq!(get(&server, "/s/none", &[("Range", "bytes=0-9")]).status, 404);
+    assert_eq!(get(&server, "/s/meta.zr", &[("Range", "bytes=0-9"), ("If-Match", "\"v0\"")]).status, 412);
+
+    // Replaced upstream: refused, never the new bytes under the old name.
+    let mut other = meta.clone();
+    other[10] ^= 0xff;
+    up.files.lock().unwrap().insert("s/meta.zr".into(), (other, "\"v2\"".into()));
+    let r = get(&server, "/s/meta.zr", &[("Range", "bytes=10-19")]);
+    assert_eq!(r.status, 412, "{r:?}");
+    assert!(String::from_utf8_lossy(&r.body).contains("replaced upstream"), "{r:?}");
+
+    // A 20 MiB file: never whole, never more than PROXY_MAX_RANGE per read.
+    assert_eq!(get(&server, "/s/big", &[]).status, 413);
+    assert_eq!(get(&server, "/s/big", &[("Range", "bytes=0-")]).status, 413);
+    let r = get(&server, "/s/big", &[("Range", "bytes=1000-1999")]);
+    assert_eq!((r.status, r.body.len()), (206, 1000));
+    assert!(up.longest.load(std::sync::atomic::Ordering::SeqCst) <= serve::PROXY_MAX_RANGE);
+}
+
+#[test]
+fn proxy_bounds_reads_in_flight() {
+    let up = std::sync::Arc::new(Upstream { delay: Duration::from_millis(50), ..Default::default() });
+    up.files.lock().unwrap().insert("f".into(), (vec![1u8; 4096], "\"x\"".into()));
+    let server = proxied(&up);
+    let addr = server.addr();
+    let clients: Vec<_> = (0..48)
+        .map(|k| {
+            std::thread::spawn(move || {
+                Conn::open(addr).get("/f", &[("Range", &format!("bytes={k}-{}", k + 9))]).status
+            })
+        })
+        .collect();
+    for c in clients {
+        assert_eq!(c.join().unwrap(), 206);
+    }
+    let peak = up.peak.load(std::sync::atomic::Ordering::SeqCst);
+    assert!(peak > 1 && peak <= serve::PROXY_IN_FLIGHT, "{peak} reads at once");
+}

@@ -35,3 +35,13 @@ async fn custom_fetch_and_headers() {
 async fn dataset_over_http() {
     wasm_common::dataset::dataset_over_http().await;
 }
+
+#[wasm_bindgen_test]
+async fn custom_fetch_sees_every_request() {
+    wasm_common::custom_fetch_sees_every_request().await;
+}
+
+#[wasm_bindgen_test]
+async fn dataset_through_custom_fetch() {
+    wasm_common::dataset::dataset_through_custom_fetch().await;
+}

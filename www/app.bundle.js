@@ -237,6 +237,13 @@ class StoreClient {
   info() { return this.call('info'); }
   records(indices, { summary = false, signal } = {}) { return this.call('records', { indices, summary }, signal); }
   /** Open the dataset whose zrecord.json is at `url` (see worker.js); its columns are streams. */
+  /**
+   * Sign every request below `scope` (`endpoint/bucket/`) with these S3 keys
+   * (SigV4, in the worker; they are kept in its memory only).
+   */
+  credentials(scope, keys) { return this.call('credentials', { scope, ...keys }); }
+  /** Fetch each file of the store at `base` through its presigned URL (`base` + name + `?` + queries[name]). */
+  presigned(base, queries) { return this.call('presigned', { base, queries }); }
   openDataset(url, key, signal) { return this.call('openDataset', { url, key }, signal); }
 
   /** The same calls, on the dataset stream opened under `key`. */
@@ -288,6 +295,11 @@ const S3_CORS = `[{"AllowedOrigins": ["*"], "AllowedMethods": ["GET", "HEAD"],
   "AllowedHeaders": ["Range"],
   "ExposeHeaders": ["Content-Range", "Content-Length", "ETag", "Accept-Ranges"]}]`;
 
+// What a bucket read with signed or presigned requests needs (docs/PRIVATE_BUCKETS.md).
+const S3_SIGNED_CORS = `{"CORSRules": [{"AllowedOrigins": ["*"], "AllowedMethods": ["GET", "HEAD"],
+  "AllowedHeaders": ["Authorization", "Range", "If-Match", "X-Amz-Date", "X-Amz-Content-Sha256", "X-Amz-Security-Token"],
+  "ExposeHeaders": ["Content-Range", "Content-Length", "ETag"], "MaxAgeSeconds": 3600}]}`;
+
 // The reader's error codes (JS Error `code`, from the Rust error variant)
 // that name their cause outright; `Remote` errors are told apart by message.
 const BY_CODE = {
@@ -311,6 +323,38 @@ function explain(err, ctx = {}) {
   const host = hostOf(ctx.url);
   const here = location.origin;
   const rules = [
+    // A private bucket's refusals (worker.js, s3Answer): each names its fix.
+    ['expired', /\[s3: AccessDenied\] Request has expired|\[s3: (ExpiredToken|TokenRefreshRequired)\]/, () => ({
+      kind: 'expired',
+      title: 'This link has expired',
+      text: 'Its presigned URLs (or the session token) are no longer valid, so the bucket refuses every read.',
+      fix: ['Ask for a fresh link: `zrecord presign s3://BUCKET/STORE --expires 1h`.', 'With keys, get a new session token and open the bucket again.', 'Or look at it through `zrecord view s3://BUCKET/STORE`, which signs with your own credentials.'],
+    })],
+    ['keys', /\[s3: (SignatureDoesNotMatch|InvalidAccessKeyId|AuthorizationHeaderMalformed|InvalidToken)\]/, () => ({
+      kind: 'keys',
+      title: 'The bucket refused these keys',
+      text: `${host || 'The bucket'} says the access key ID, the secret or the session token is wrong (${/\[s3: (\w+)\]/.exec(msg)?.[1]}).`,
+      fix: ['Open the bucket again with the right access key ID and secret (and the session token that goes with temporary keys).', 'Check the region: a signature is made for one region.'],
+    })],
+    ['nobucket', /\[s3: NoSuchBucket\]/, () => ({
+      kind: 'nobucket',
+      title: 'There is no such bucket',
+      text: `${host || 'The endpoint'} has no bucket by the name in the address.`,
+      fix: ['Check the bucket name, the endpoint and the region.'],
+    })],
+    ['denied', /\[s3: AccessDenied\]/, () => ({
+      kind: 'denied',
+      title: 'These keys may not read this bucket',
+      text: `${host || 'The bucket'} accepted the keys but refused the read (AccessDenied).`,
+      fix: ['Give the keys s3:GetObject on the store\'s prefix (an IAM or bucket policy).'],
+    })],
+    ['bucketcors', /\[s3: NoCorsRule\]/, () => ({
+      kind: 'bucketcors',
+      title: 'The bucket has no CORS rule for this page (or no such bucket)',
+      text: `${host || 'The endpoint'} answered without CORS headers, so this page (${here}) may not read the answer. Either the bucket has no CORS rule allowing this origin and the headers a signed request carries, or there is no bucket by this name there: S3 sends no CORS headers for a missing bucket either, so a page cannot tell the two apart.`,
+      fix: ['Check the bucket name and the endpoint.', 'Add the CORS rule below to the bucket (docs/PRIVATE_BUCKETS.md), e.g. `aws s3api put-bucket-cors --bucket BUCKET --cors-configuration file://cors.json`.', 'Or use `zrecord view s3://BUCKET/STORE`: no CORS rule needed, and a missing bucket is named as such.'],
+      code: [['S3 bucket CORS (cors.json)', S3_SIGNED_CORS]],
+    })],
     ['nowasm', /unpublished viewer build|pkg\/zrecord\.js/i, () => ({
       kind: 'nowasm',
       title: 'The viewer was built without its wasm reader',
@@ -2621,12 +2665,15 @@ window.zrecordViewer = { state, client };
 function readHash() {
   const p = new URLSearchParams(location.hash.slice(1));
   const urls = p.getAll('url');
-  return { url: urls[0] ?? null, urls, index: p.has('i') ? Number(p.get('i')) : null };
+  return { url: urls[0] ?? null, urls, index: p.has('i') ? Number(p.get('i')) : null, signed: p.get('signed') };
 }
 
 function writeHash(url, index) {
   const p = new URLSearchParams();
   if (url) p.set('url', url);
+  // A presigned link (`zrecord presign`) keeps its file URLs.
+  const signed = readHash().signed;
+  if (url && signed) p.set('signed', signed);
   if (url && index != null && index >= 0) p.set('i', String(index));
   const next = p.toString() ? `#${p}` : '';
   if (location.hash !== next && !(next === '' && location.hash === '')) {
@@ -2635,7 +2682,7 @@ function writeHash(url, index) {
 }
 
 function onHash() {
-  const { url, urls, index } = readHash();
+  const { url, urls, index, signed } = readHash();
   if (urls.length > 1) {
     const key = urls.map(absolute).join(' ');
     if (state.source?.dataset !== key) openDataset(urls.map((u) => ({ name: shortName(absolute(u)), url: absolute(u) })), { key });
@@ -2643,7 +2690,8 @@ function onHash() {
   }
   if (url && (!state.source || state.source.url !== absolute(url))) {
     $('#url').value = url;
-    openSource({ url: absolute(url) }, index);
+    if (signed) openPresigned(absolute(url), signed, index);
+    else openSource({ url: absolute(url) }, index);
   } else if (url && index != null && index !== state.selected && state.table) {
     state.table.select(index, true);
   } else if (url && index != null && state.dataset && index !== state.dataset.selected && index < state.dataset.n) {
@@ -3248,6 +3296,52 @@ $('#open-form').addEventListener('submit', (e) => {
   if (state.source?.url === abs) openSource({ url: abs });
   else location.hash = `url=${encodeURIComponent(url)}`;
 });
+
+$('#open-bucket').addEventListener('click', () => $('#bucket-dialog').showModal());
+$('#bucket-cancel').addEventListener('click', () => {
+  $('#bucket-form').reset();
+  $('#bucket-dialog').close();
+});
+$('#bucket-form').addEventListener('submit', async (e) => {
+  e.preventDefault();
+  const form = e.target;
+  const f = Object.fromEntries(new FormData(form));
+  // The fields are cleared at once: from here on the keys live only in the
+  // worker that signs the requests (docs/PRIVATE_BUCKETS.md).
+  form.reset();
+  $('#bucket-dialog').close();
+  const { url, scope } = bucketUrl(f);
+  await client.credentials(scope, {
+    region: f.region.trim(), accessKeyId: f.accessKeyId.trim(), secretAccessKey: f.secretAccessKey.trim(), sessionToken: f.sessionToken.trim(),
+  });
+  if (state.source?.url === url) openSource({ url });
+  else location.hash = `url=${encodeURIComponent(url)}`;
+});
+
+/**
+ * Open a store from a `zrecord presign` link: `signed` is JSON of each
+ * file's presigned query ({"meta.zr": "X-Amz-…"}); the worker fetches each
+ * file of `url` through its presigned URL.
+ */
+async function openPresigned(url, signed, index) {
+  let queries;
+  try {
+    queries = JSON.parse(signed);
+  } catch {
+    showProblem(new Error('bad link: its signed= part is not the JSON zrecord presign writes; copy the whole link'), { url });
+    return;
+  }
+  await client.presigned(url, queries);
+  openSource({ url }, index);
+}
+
+/** The path-style URL of a bucket's prefix, and the scope its keys sign: `endpoint/bucket/`. */
+function bucketUrl({ endpoint, region, bucket, prefix }) {
+  const base = (endpoint.trim() || `https://s3.${region.trim()}.amazonaws.com`).replace(/\/+$/, '');
+  const scope = `${base}/${bucket.trim()}/`;
+  const path = prefix.trim().replace(/^\/+|\/+$/g, '');
+  return { url: path ? `${scope}${path}/` : scope, scope };
+}
 
 $('#dir-input').addEventListener('change', (e) => {
   const files = [...e.target.files];

@@ -50,12 +50,15 @@ window.zrecordViewer = { state, client };
 function readHash() {
   const p = new URLSearchParams(location.hash.slice(1));
   const urls = p.getAll('url');
-  return { url: urls[0] ?? null, urls, index: p.has('i') ? Number(p.get('i')) : null };
+  return { url: urls[0] ?? null, urls, index: p.has('i') ? Number(p.get('i')) : null, signed: p.get('signed') };
 }
 
 function writeHash(url, index) {
   const p = new URLSearchParams();
   if (url) p.set('url', url);
+  // A presigned link (`zrecord presign`) keeps its file URLs.
+  const signed = readHash().signed;
+  if (url && signed) p.set('signed', signed);
   if (url && index != null && index >= 0) p.set('i', String(index));
   const next = p.toString() ? `#${p}` : '';
   if (location.hash !== next && !(next === '' && location.hash === '')) {
@@ -64,7 +67,7 @@ function writeHash(url, index) {
 }
 
 function onHash() {
-  const { url, urls, index } = readHash();
+  const { url, urls, index, signed } = readHash();
   if (urls.length > 1) {
     const key = urls.map(absolute).join(' ');
     if (state.source?.dataset !== key) openDataset(urls.map((u) => ({ name: shortName(absolute(u)), url: absolute(u) })), { key });
@@ -72,7 +75,8 @@ function onHash() {
   }
   if (url && (!state.source || state.source.url !== absolute(url))) {
     $('#url').value = url;
-    openSource({ url: absolute(url) }, index);
+    if (signed) openPresigned(absolute(url), signed, index);
+    else openSource({ url: absolute(url) }, index);
   } else if (url && index != null && index !== state.selected && state.table) {
     state.table.select(index, true);
   } else if (url && index != null && state.dataset && index !== state.dataset.selected && index < state.dataset.n) {
@@ -677,6 +681,52 @@ $('#open-form').addEventListener('submit', (e) => {
   if (state.source?.url === abs) openSource({ url: abs });
   else location.hash = `url=${encodeURIComponent(url)}`;
 });
+
+$('#open-bucket').addEventListener('click', () => $('#bucket-dialog').showModal());
+$('#bucket-cancel').addEventListener('click', () => {
+  $('#bucket-form').reset();
+  $('#bucket-dialog').close();
+});
+$('#bucket-form').addEventListener('submit', async (e) => {
+  e.preventDefault();
+  const form = e.target;
+  const f = Object.fromEntries(new FormData(form));
+  // The fields are cleared at once: from here on the keys live only in the
+  // worker that signs the requests (docs/PRIVATE_BUCKETS.md).
+  form.reset();
+  $('#bucket-dialog').close();
+  const { url, scope } = bucketUrl(f);
+  await client.credentials(scope, {
+    region: f.region.trim(), accessKeyId: f.accessKeyId.trim(), secretAccessKey: f.secretAccessKey.trim(), sessionToken: f.sessionToken.trim(),
+  });
+  if (state.source?.url === url) openSource({ url });
+  else location.hash = `url=${encodeURIComponent(url)}`;
+});
+
+/**
+ * Open a store from a `zrecord presign` link: `signed` is JSON of each
+ * file's presigned query ({"meta.zr": "X-Amz-…"}); the worker fetches each
+ * file of `url` through its presigned URL.
+ */
+async function openPresigned(url, signed, index) {
+  let queries;
+  try {
+    queries = JSON.parse(signed);
+  } catch {
+    showProblem(new Error('bad link: its signed= part is not the JSON zrecord presign writes; copy the whole link'), { url });
+    return;
+  }
+  await client.presigned(url, queries);
+  openSource({ url }, index);
+}
+
+/** The path-style URL of a bucket's prefix, and the scope its keys sign: `endpoint/bucket/`. */
+function bucketUrl({ endpoint, region, bucket, prefix }) {
+  const base = (endpoint.trim() || `https://s3.${region.trim()}.amazonaws.com`).replace(/\/+$/, '');
+  const scope = `${base}/${bucket.trim()}/`;
+  const path = prefix.trim().replace(/^\/+|\/+$/g, '');
+  return { url: path ? `${scope}${path}/` : scope, scope };
+}
 
 $('#dir-input').addEventListener('change', (e) => {
   const files = [...e.target.files];

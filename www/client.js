@@ -74,6 +74,13 @@ export class StoreClient {
   info() { return this.call('info'); }
   records(indices, { summary = false, signal } = {}) { return this.call('records', { indices, summary }, signal); }
   /** Open the dataset whose zrecord.json is at `url` (see worker.js); its columns are streams. */
+  /**
+   * Sign every request below `scope` (`endpoint/bucket/`) with these S3 keys
+   * (SigV4, in the worker; they are kept in its memory only).
+   */
+  credentials(scope, keys) { return this.call('credentials', { scope, ...keys }); }
+  /** Fetch each file of the store at `base` through its presigned URL (`base` + name + `?` + queries[name]). */
+  presigned(base, queries) { return this.call('presigned', { base, queries }); }
   openDataset(url, key, signal) { return this.call('openDataset', { url, key }, signal); }
 
   /** The same calls, on the dataset stream opened under `key`. */

@@ -12,6 +12,11 @@ const S3_CORS = `[{"AllowedOrigins": ["*"], "AllowedMethods": ["GET", "HEAD"],
   "AllowedHeaders": ["Range"],
   "ExposeHeaders": ["Content-Range", "Content-Length", "ETag", "Accept-Ranges"]}]`;
 
+// What a bucket read with signed or presigned requests needs (docs/PRIVATE_BUCKETS.md).
+const S3_SIGNED_CORS = `{"CORSRules": [{"AllowedOrigins": ["*"], "AllowedMethods": ["GET", "HEAD"],
+  "AllowedHeaders": ["Authorization", "Range", "If-Match", "X-Amz-Date", "X-Amz-Content-Sha256", "X-Amz-Security-Token"],
+  "ExposeHeaders": ["Content-Range", "Content-Length", "ETag"], "MaxAgeSeconds": 3600}]}`;
+
 // The reader's error codes (JS Error `code`, from the Rust error variant)
 // that name their cause outright; `Remote` errors are told apart by message.
 const BY_CODE = {
@@ -35,6 +40,38 @@ export function explain(err, ctx = {}) {
   const host = hostOf(ctx.url);
   const here = location.origin;
   const rules = [
+    // A private bucket's refusals (worker.js, s3Answer): each names its fix.
+    ['expired', /\[s3: AccessDenied\] Request has expired|\[s3: (ExpiredToken|TokenRefreshRequired)\]/, () => ({
+      kind: 'expired',
+      title: 'This link has expired',
+      text: 'Its presigned URLs (or the session token) are no longer valid, so the bucket refuses every read.',
+      fix: ['Ask for a fresh link: `zrecord presign s3://BUCKET/STORE --expires 1h`.', 'With keys, get a new session token and open the bucket again.', 'Or look at it through `zrecord view s3://BUCKET/STORE`, which signs with your own credentials.'],
+    })],
+    ['keys', /\[s3: (SignatureDoesNotMatch|InvalidAccessKeyId|AuthorizationHeaderMalformed|InvalidToken)\]/, () => ({
+      kind: 'keys',
+      title: 'The bucket refused these keys',
+      text: `${host || 'The bucket'} says the access key ID, the secret or the session token is wrong (${/\[s3: (\w+)\]/.exec(msg)?.[1]}).`,
+      fix: ['Open the bucket again with the right access key ID and secret (and the session token that goes with temporary keys).', 'Check the region: a signature is made for one region.'],
+    })],
+    ['nobucket', /\[s3: NoSuchBucket\]/, () => ({
+      kind: 'nobucket',
+      title: 'There is no such bucket',
+      text: `${host || 'The endpoint'} has no bucket by the name in the address.`,
+      fix: ['Check the bucket name, the endpoint and the region.'],
+    })],
+    ['denied', /\[s3: AccessDenied\]/, () => ({
+      kind: 'denied',
+      title: 'These keys may not read this bucket',
+      text: `${host || 'The bucket'} accepted the keys but refused the read (AccessDenied).`,
+      fix: ['Give the keys s3:GetObject on the store\'s prefix (an IAM or bucket policy).'],
+    })],
+    ['bucketcors', /\[s3: NoCorsRule\]/, () => ({
+      kind: 'bucketcors',
+      title: 'The bucket has no CORS rule for this page (or no such bucket)',
+      text: `${host || 'The endpoint'} answered without CORS headers, so this page (${here}) may not read the answer. Either the bucket has no CORS rule allowing this origin and the headers a signed request carries, or there is no bucket by this name there: S3 sends no CORS headers for a missing bucket either, so a page cannot tell the two apart.`,
+      fix: ['Check the bucket name and the endpoint.', 'Add the CORS rule below to the bucket (docs/PRIVATE_BUCKETS.md), e.g. `aws s3api put-bucket-cors --bucket BUCKET --cors-configuration file://cors.json`.', 'Or use `zrecord view s3://BUCKET/STORE`: no CORS rule needed, and a missing bucket is named as such.'],
+      code: [['S3 bucket CORS (cors.json)', S3_SIGNED_CORS]],
+    })],
     ['nowasm', /unpublished viewer build|pkg\/zrecord\.js/i, () => ({
       kind: 'nowasm',
       title: 'The viewer was built without its wasm reader',

@@ -77,8 +77,53 @@ async function readerFetch(input, init) {
     const hit = await prefetched.serve(url, range);
     if (hit) return hit;
   }
+  const url = String(input?.url ?? input);
+  const name = presigned && url.startsWith(presigned.base) ? url.slice(presigned.base.length) : null;
+  if (name != null) {
+    // `zrecord presign` signs every file the store has: one it did not
+    // sign (no sums.zr, no dict.zr) is not there.
+    if (!Object.hasOwn(presigned.queries, name)) return new Response(null, { status: 404 });
+    return s3Answer(fetch(`${url}?${presigned.queries[name]}`, Object.assign(init || {}, { cache: 'no-store' })), url);
+  }
+  if (signer && url.startsWith(signer.scope)) {
+    // SigV4 in the Authorization header (never in the URL), by aws4fetch.
+    const signed = await signer.client.sign(url, { method: 'GET', headers: init?.headers });
+    return s3Answer(fetch(signed, { cache: 'no-store', signal: init?.signal }), url);
+  }
   return fetch(input, Object.assign(init || {}, { cache: 'no-store' }));
 }
+
+/**
+ * A bucket's answer, with its refusals in words explain.js tells apart:
+ * S3's error code from the XML body (wrong keys, an expired link, no such
+ * bucket), and no readable answer at all (no CORS rule for this page). A
+ * missing file (NoSuchKey) is left to the reader, which knows what it means.
+ */
+async function s3Answer(answer, url) {
+  let resp;
+  try {
+    resp = await answer;
+  } catch (e) {
+    if (e?.name === 'AbortError') throw e;
+    throw new Error(`no readable answer from the bucket at ${new URL(url).origin} [s3: NoCorsRule]: it sends no CORS headers for this page (or cannot be reached; ${e?.message ?? e})`);
+  }
+  if (resp.status < 400 || resp.status === 416) return resp;
+  const body = await resp.clone().text().catch(() => '');
+  const code = /<Code>([^<]*)<\/Code>/.exec(body)?.[1];
+  if (!code || code === 'NoSuchKey') return resp;
+  const said = /<Message>([^<]*)<\/Message>/.exec(body)?.[1] || '';
+  throw new Error(`the bucket refused the request [s3: ${code}] ${said} (HTTP ${resp.status})`);
+}
+
+/**
+ * The S3 keys of the bucket opened with "Open private bucket…": requests
+ * below `scope` are signed with them. Held in this worker's memory only,
+ * for the tab's life; never posted back, stored or logged.
+ */
+let signer = null;
+
+/** The files of a `zrecord presign` link: {base, queries: {name: presigned query}}. */
+let presigned = null;
 
 /**
  * Records of a sealed store (one with a sums.zr checksum sidecar) are
@@ -176,6 +221,20 @@ async function ready(key = 'main') {
 }
 
 const ops = {
+  async credentials({ scope, region, accessKeyId, secretAccessKey, sessionToken }) {
+    const { AwsClient } = await import('./aws4fetch.js');
+    signer = {
+      scope,
+      client: new AwsClient({ accessKeyId, secretAccessKey, sessionToken: sessionToken || undefined, service: 's3', region }),
+    };
+    return null;
+  },
+
+  presigned({ base, queries }) {
+    presigned = { base, queries };
+    return null;
+  },
+
   open(args, signal) {
     const key = args.key || 'main';
     const p = openStore(args, signal);

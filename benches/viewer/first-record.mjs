@@ -2,6 +2,7 @@
 // painted record 0 of a zstd_dict image store, with an empty browser cache.
 //
 //   node benches/viewer/first-record.mjs [--loads N] [--bin PATH] [--store NAME] [--json FILE]
+//       [--latency MS [--via-view]]
 //
 // Writes the demo stores (`zrecord demo --no-serve --dir D`), starts
 // `zrecord serve D` on loopback, launches headless Chromium (playwright-core,
@@ -13,10 +14,15 @@
 //     `zr:first-record` mark, then one animation frame and a task);
 //   - `wall`: in this script, from page.goto() to seeing that mark.
 // Prints every load and the medians; the median `paint` is the number the
-// README reports. `--bin` picks the zrecord binary (default: target/release,
+// README reports. `--latency MS` puts a proxy that answers every request MS
+// ms late (an object store's latency) between the page and the store, which
+// is then opened by its absolute URL on that proxy; `--via-view` opens it
+// instead through `zrecord view PROXY_URL` (the viewer's server reading the
+// store for the page: docs/PRIVATE_BUCKETS.md). `--bin` picks the zrecord binary (default: target/release,
 // else target/debug, under $CARGO_TARGET_DIR or ./target).
 
 import { spawn, execFileSync } from 'node:child_process';
+import { createServer, request as httpRequest } from 'node:http';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve, dirname } from 'node:path';
@@ -47,16 +53,50 @@ execFileSync(bin, ['demo', '--no-serve', '--dir', dir], { stdio: ['ignore', 'ign
 // `--viewer-dir D` from another checkout D (to compare two versions).
 const viewerDir = opt('viewer-dir', args.includes('--live') ? repo : null);
 const serveArgs = ['serve', dir, '--port', '0', ...(viewerDir ? ['--viewer-dir', viewerDir] : [])];
-const server = spawn(bin, serveArgs, { stdio: ['ignore', 'pipe', 'inherit'] });
-const viewer = await new Promise((res, rej) => {
-  let out = '';
-  server.stdout.on('data', (d) => {
-    out += d;
-    const m = /^viewer: (\S+)/m.exec(out);
-    if (m) res(m[1]);
+/** `zrecord ARGS` started, and the URL on its `viewer: URL` line. */
+function started(args) {
+  const child = spawn(bin, args, { stdio: ['ignore', 'pipe', 'inherit'] });
+  const link = new Promise((res, rej) => {
+    let out = '';
+    child.stdout.on('data', (d) => {
+      out += d;
+      const m = /^viewer: (\S+)/m.exec(out);
+      if (m) res(m[1]);
+    });
+    child.on('exit', (code) => rej(new Error(`zrecord ${args[0]} exited (${code})`)));
   });
-  server.on('exit', (code) => rej(new Error(`zrecord serve exited (${code})`)));
-});
+  return { child, link };
+}
+
+const served = started(serveArgs);
+const server = served.child;
+const viewer = await served.link;
+
+// The store behind a proxy that answers each request `latency` ms late.
+const latency = Number(opt('latency', 0));
+let proxy = null;
+let viewProcess = null;
+let pageUrl = `${viewer}#url=${encodeURIComponent(`/${storeName}/`)}`;
+if (latency) {
+  const upstream = new URL(viewer);
+  proxy = createServer((req, res) => setTimeout(() => {
+    const up = httpRequest({ host: upstream.hostname, port: upstream.port, path: req.url, method: req.method, headers: req.headers }, (r) => {
+      res.writeHead(r.statusCode, r.headers);
+      r.pipe(res);
+    });
+    up.on('error', () => res.destroy());
+    req.pipe(up);
+  }, latency));
+  await new Promise((r) => proxy.listen(0, '127.0.0.1', r));
+  const storeUrl = `http://127.0.0.1:${proxy.address().port}/${storeName}/`;
+  if (args.includes('--via-view')) {
+    const v = started(['view', storeUrl, '--port', '0']);
+    viewProcess = v.child;
+    pageUrl = await v.link;
+  } else {
+    pageUrl = `${viewer}#url=${encodeURIComponent(storeUrl)}`;
+  }
+}
 
 const median = (xs) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -68,7 +108,7 @@ const browser = await launch();
 const chromiumVersion = browser.version();
 const results = [];
 try {
-  const url = `${viewer}#url=${encodeURIComponent(`/${storeName}/`)}`;
+  const url = pageUrl;
   // One throw-away load warms the server's page cache and Chromium's process
   // pool; it is not counted.
   for (let k = -1; k < loads; k++) {
@@ -109,11 +149,15 @@ try {
 } finally {
   await browser.close();
   server.kill();
+  viewProcess?.kill();
+  proxy?.close();
   rmSync(dir, { recursive: true, force: true });
 }
 
 const summary = {
   store: storeName,
+  latencyMs: latency,
+  viaView: latency > 0 && args.includes('--via-view'),
   loads,
   chromium: chromiumVersion,
   medianPaintMs: Number(median(results.map((r) => r.paint)).toFixed(1)),
@@ -121,7 +165,7 @@ const summary = {
   minPaintMs: Number(Math.min(...results.map((r) => r.paint)).toFixed(1)),
   maxPaintMs: Number(Math.max(...results.map((r) => r.paint)).toFixed(1)),
 };
-console.log(`first record of /${storeName}/, cold, median of ${loads}: ${summary.medianPaintMs} ms (range ${summary.minPaintMs}–${summary.maxPaintMs} ms; wall ${summary.medianWallMs} ms)`);
+console.log(`first record of /${storeName}/${latency ? ` behind ${latency} ms${summary.viaView ? ', through zrecord view' : ', direct'}` : ''}, cold, median of ${loads}: ${summary.medianPaintMs} ms (range ${summary.minPaintMs}–${summary.maxPaintMs} ms; wall ${summary.medianWallMs} ms)`);
 if (args.includes('--verbose')) {
   const last = results[results.length - 1];
   const ms = (x) => x.toFixed(0).padStart(5);

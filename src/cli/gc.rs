@@ -26,7 +26,7 @@ pub struct Args {
 }
 
 /// `90s`, `30m`, `1h`, `2d` (a bare number is seconds).
-fn parse_age(s: &str) -> Result<Duration, String> {
+pub fn parse_age(s: &str) -> Result<Duration, String> {
     let t = s.trim();
     let (digits, unit) = t.split_at(t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len()));
     let n: u64 =

@@ -26,6 +26,8 @@ mod get;
 mod import;
 mod info;
 mod npyfile;
+#[cfg(all(feature = "cloud", feature = "serve"))]
+mod presign;
 #[cfg(feature = "cloud")]
 mod push;
 mod recode;
@@ -88,6 +90,9 @@ enum Command {
     /// Publish a local store to a bucket (s3://, gs://, az://), meta.zr last.
     #[cfg(feature = "cloud")]
     Push(push::Args),
+    /// A viewer link that opens a private s3:// store or small dataset, no credentials, until it expires.
+    #[cfg(all(feature = "cloud", feature = "serve"))]
+    Presign(presign::Args),
     /// Serve a directory of stores over HTTP with the web viewer, until Ctrl-C.
     #[cfg(feature = "serve")]
     Serve(serve::ServeArgs),
@@ -117,6 +122,8 @@ pub fn main() -> ExitCode {
         Command::Gc(a) => gc::run(&ctx, a),
         #[cfg(feature = "cloud")]
         Command::Push(a) => push::run(&ctx, a),
+        #[cfg(all(feature = "cloud", feature = "serve"))]
+        Command::Presign(a) => presign::run(&ctx, a),
         #[cfg(feature = "serve")]
         Command::Serve(a) => serve::run_serve(&ctx, a),
         #[cfg(feature = "serve")]

@@ -1,7 +1,9 @@
 //! `zrecord serve DIR` and `zrecord view STORE`: stores as static files over
 //! HTTP (Range, ETag, CORS, never compressed; see `zrecord::serve`) with the
 //! web viewer at `/`, until Ctrl-C. `zrecord demo` serves its stores the
-//! same way.
+//! same way. `zrecord view URL` and `zrecord serve DIR --proxy URL` serve a
+//! remote prefix (a bucket's, read with this process's credentials, or an
+//! HTTP server's) through the same server: the browser never sees a key.
 //!
 //! The port is 8750 unless `--port` says otherwise; when 8750 is taken a
 //! free port is used instead (and said on stderr), while a taken `--port` is
@@ -13,10 +15,13 @@
 
 use super::common::{CliResult, Ctx, Fail, Out};
 use super::records::url_of;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::Arc;
+use zrecord::remote::{block_on, AnyTransport, Ranged};
 use zrecord::serve::viewer_assets::{has_wasm_reader, viewer_assets, viewer_assets_from, viewer_link};
-use zrecord::serve::{self, ListedStore, ServeConfig, ServerHandle};
+use zrecord::serve::{self, ListedStore, ServeConfig, ServerHandle, Upstream};
 use zrecord::Error;
 use zrecord::Records;
 
@@ -53,13 +58,18 @@ pub struct Net {
 pub struct ServeArgs {
     /// Directory of stores (found down to 6 levels below it).
     dir: PathBuf,
+    /// Also serve this remote prefix (s3://, gs://, az://, http(s)://) below
+    /// /remote/, read with this process's credentials (AWS_*, GOOGLE_*, AZURE_*).
+    #[arg(long, value_name = "URL")]
+    proxy: Option<String>,
     #[command(flatten)]
     net: Net,
 }
 
 #[derive(clap::Args, Debug)]
 pub struct ViewArgs {
-    /// Store directory.
+    /// Store or dataset: a local directory, or a URL (s3://, gs://, az://,
+    /// http(s)://) whose files this server reads with your credentials.
     store: PathBuf,
     /// Open the viewer at this record.
     #[arg(long, value_name = "IDX")]
@@ -72,10 +82,21 @@ pub fn run_serve(ctx: &Ctx, a: ServeArgs) -> CliResult {
     let dir = local_dir(&a.dir, "serve")?;
     let (datasets, stores): (Vec<ListedStore>, Vec<ListedStore>) =
         serve::list_stores(&dir, ServeConfig::new(&dir).store_depth)?.into_iter().partition(|s| s.dataset);
-    let server = start(ctx, &dir, &a.net)?;
+    let proxy = match &a.proxy {
+        Some(remote) => Some((PROXY_MOUNT, upstream(remote)?)),
+        None => None,
+    };
+    let server = start_with(ctx, &dir, &a.net, proxy)?;
     let url = server.url();
     let mut out = Out::new();
     out.line(&format!("viewer: {url}"))?;
+    if let Some(remote) = &a.proxy {
+        let at = absolute(&url, &format!("/{PROXY_MOUNT}/"));
+        out.line(&format!(
+            "proxying {remote} at {at} (open it: {})",
+            viewer_link(&url, &format!("/{PROXY_MOUNT}/"), None)
+        ))?;
+    }
     out.line(&format!(
         "serving {} ({} stores, {} datasets found; Range requests, CORS; Ctrl-C to stop)",
         dir.display(),
@@ -105,12 +126,8 @@ pub fn run_serve(ctx: &Ctx, a: ServeArgs) -> CliResult {
 }
 
 pub fn run_view(ctx: &Ctx, a: ViewArgs) -> CliResult {
-    if url_of(&a.store)?.is_some() {
-        return Err(Fail::Msg(format!(
-            "{}: view serves a local store; for a remote one, open the viewer of `zrecord serve` \
-             with #url=URL (its server must send CORS headers)",
-            a.store.display()
-        )));
+    if let Some(remote) = url_of(&a.store)? {
+        return view_remote(ctx, remote, &a);
     }
     let dir = local_dir(&a.store, "view")?;
     let summary = {
@@ -132,6 +149,66 @@ pub fn run_view(ctx: &Ctx, a: ViewArgs) -> CliResult {
     run_until_stopped(ctx, server, &link, &a.net)
 }
 
+/// Where `serve --proxy` puts the remote prefix.
+const PROXY_MOUNT: &str = "remote";
+
+/// A remote directory read file by file for the proxy: each read runs the
+/// async transport to completion on a blocking thread of the server.
+struct RemoteDir(AnyTransport);
+
+impl Upstream for RemoteDir {
+    fn read(&self, path: &str, range: Range<u64>) -> zrecord::Result<Ranged> {
+        block_on(self.0.read_path(path, range))
+    }
+    fn name(&self) -> String {
+        self.0.name()
+    }
+}
+
+fn upstream(url: &str) -> CliResult<Arc<dyn Upstream>> {
+    let transport = zrecord::open::remote_dir(url, &zrecord::open::Options::default())?;
+    Ok(Arc::new(RemoteDir(transport)))
+}
+
+/// `zrecord view URL`: the viewer and a proxy of the remote store or
+/// dataset at `/`.
+fn view_remote(ctx: &Ctx, remote: &str, a: &ViewArgs) -> CliResult {
+    let up = upstream(remote)?;
+    // What is there: a store (meta.zr) or a dataset (zrecord.json); the
+    // first read also checks the credentials, before a link is printed.
+    let what = match up.read("meta.zr", 0..1) {
+        Ok(_) => "store",
+        Err(e @ Error::NotFound { .. }) if e.to_string().contains("no such bucket") => return Err(e.into()),
+        Err(Error::NotFound { .. }) => match up.read("zrecord.json", 0..1) {
+            Ok(_) => "dataset",
+            Err(Error::NotFound { .. }) => {
+                return Err(Fail::Msg(format!(
+                    "{}: neither a store (no meta.zr) nor a dataset (no zrecord.json) is there",
+                    up.name()
+                )))
+            }
+            Err(e) => return Err(e.into()),
+        },
+        Err(e) => return Err(e.into()),
+    };
+    // Nothing of this folder is served: the proxy answers every path
+    // but the viewer's own files.
+    let server = start_with(ctx, &std::env::temp_dir(), &a.net, Some(("", up.clone())))?;
+    let url = server.url();
+    let link = viewer_link(&url, "/", a.index);
+    let mut out = Out::new();
+    out.line(&format!("viewer: {link}"))?;
+    out.line(&format!(
+        "serving the {what} {} through {url} (read with this process's credentials; \
+         at most {} requests in flight upstream); Ctrl-C to stop",
+        up.name(),
+        serve::PROXY_IN_FLIGHT
+    ))?;
+    out.flush()?;
+    drop(out);
+    run_until_stopped(ctx, server, &link, &a.net)
+}
+
 /// A directory argument made absolute (so what is printed can be pasted anywhere).
 fn local_dir(arg: &Path, command: &str) -> CliResult<PathBuf> {
     if url_of(arg)?.is_some() {
@@ -146,8 +223,19 @@ fn local_dir(arg: &Path, command: &str) -> CliResult<PathBuf> {
 
 /// Start serving `root` with the viewer.
 pub fn start(ctx: &Ctx, root: &Path, net: &Net) -> CliResult<ServerHandle> {
+    start_with(ctx, root, net, None)
+}
+
+/// Start serving `root` with the viewer, and a remote prefix below a path.
+fn start_with(
+    ctx: &Ctx,
+    root: &Path,
+    net: &Net,
+    proxy: Option<(&str, Arc<dyn Upstream>)>,
+) -> CliResult<ServerHandle> {
     let config = |port: u16| {
         let mut c = ServeConfig::new(root);
+        c.proxy = proxy.as_ref().map(|(mount, up)| (mount.to_string(), Arc::clone(up)));
         c.host.clone_from(&net.host);
         c.port = port;
         c.verbose = net.verbose;

@@ -150,6 +150,83 @@ impl Bucket {
     }
 }
 
+/// Most files one presigned link carries (`presign_prefix`).
+pub const PRESIGN_MAX_FILES: usize = 200;
+
+/// Presigned GET URLs (SigV4, signed with the environment's credentials,
+/// valid for `expires`) of every file below an `s3://` prefix: a store's
+/// (`meta.zr`, `data.zr`, `dict.zr`, `sums.zr`) or a small dataset's (its
+/// manifest, versions and shards), as (path below the prefix, URL). Anyone
+/// holding a URL can read that file until it expires.
+///
+/// # Errors
+/// `InvalidArgument` for a URL that is not `s3://`, an expiry past S3's 7
+/// days, or more than [`PRESIGN_MAX_FILES`] files; `NotFound` when the
+/// prefix holds neither `meta.zr` nor `zrecord.json`; `Remote` (wrong
+/// keys named) for a refused listing.
+pub fn presign_prefix(url: &str, expires: Duration) -> Result<Vec<(String, String)>> {
+    use object_store::signer::Signer;
+    let bad = |why: String| Error::InvalidArgument { store: url.to_string(), why };
+    if !url.starts_with("s3://") {
+        return Err(bad(
+            "presigned links are made for s3:// stores (for gs:// and az://, use `zrecord view`)".into(),
+        ));
+    }
+    if expires > Duration::from_secs(7 * 24 * 3600) || expires.is_zero() {
+        return Err(bad("S3 presigned URLs last between 1 second and 7 days".into()));
+    }
+    let bucket = Bucket::from_url(url, BucketRetry::default())?;
+    let root = bucket.url.split('/').take(3).collect::<Vec<_>>().join("/");
+    let s3 = object_store::aws::AmazonS3Builder::from_env()
+        .with_url(&root)
+        .build()
+        .map_err(|e| bad(format!("configuring the s3:// client: {e}")))?;
+    let name = bucket.url.clone();
+    let task = runtime::spawn(async move {
+        // Every object below the prefix, directory by directory.
+        let mut files = Vec::new();
+        let mut dirs = vec![bucket.prefix.clone()];
+        while let Some(dir) = dirs.pop() {
+            let listed = bucket.store.list_with_delimiter(Some(&dir)).await.map_err(|e| convert(&name, e))?;
+            files.extend(listed.objects.into_iter().map(|o| o.location));
+            dirs.extend(listed.common_prefixes);
+            if files.len() > PRESIGN_MAX_FILES {
+                return Err(Error::InvalidArgument {
+                    store: name,
+                    why: format!(
+                        "more than {PRESIGN_MAX_FILES} files: too many for one link; look at it with \
+                         `zrecord view URL` instead"
+                    ),
+                });
+            }
+        }
+        let below = |p: &ObjectPath| {
+            let (p, prefix) = (p.as_ref(), bucket.prefix.as_ref());
+            if prefix.is_empty() {
+                p.to_string()
+            } else {
+                p[prefix.len()..].trim_start_matches('/').to_string()
+            }
+        };
+        let mut out = Vec::new();
+        for path in files {
+            let signed = s3
+                .signed_url(reqwest::Method::GET, &path, expires)
+                .await
+                .map_err(|e| convert(&format!("{name}{}", below(&path)), e))?;
+            out.push((below(&path), signed.to_string()));
+        }
+        if !out.iter().any(|(p, _)| p == StoreFile::Meta.name() || p == "zrecord.json") {
+            return Err(Error::NotFound {
+                store: name,
+                what: "neither a store (meta.zr) nor a dataset (zrecord.json) is there".into(),
+            });
+        }
+        Ok(out)
+    });
+    super::block_on(task).unwrap_or_else(|| Err(bad("the signing task stopped".into())))
+}
+
 /// A store's files in a bucket, read with ranged GETs through `object_store`.
 #[derive(Debug)]
 pub struct ObjectRanges {
@@ -188,6 +265,10 @@ pub(crate) fn convert(at: &str, e: object_store::Error) -> Error {
     use object_store::Error as E;
     let chain = super::client::error_chain(&e);
     match e {
+        E::NotFound { .. } if chain.contains("NoSuchBucket") => Error::NotFound {
+            store: at.to_string(),
+            what: "no such bucket (check the bucket's name, the endpoint and the region)".into(),
+        },
         E::NotFound { .. } => {
             Error::NotFound { store: at.to_string(), what: "no such object in the bucket".into() }
         }

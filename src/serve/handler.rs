@@ -17,6 +17,7 @@ use hyper::{Method, Response, StatusCode};
 use super::body::Body;
 use super::files::OpenFiles;
 use super::path::{parse_url_path, NotServed, Refused};
+use super::proxy::Proxy;
 use super::range::{parse_range, RangeReply};
 use super::stores::stores_json;
 use super::Assets;
@@ -30,6 +31,8 @@ pub(crate) struct Site {
     pub store_depth: usize,
     /// Files of the root kept open between requests.
     pub files: OpenFiles,
+    /// A remote prefix served in place of (or beside) the root's files.
+    pub proxy: Option<Proxy>,
 }
 
 /// Most bytes a request line plus headers may take (hyper's own buffer
@@ -79,15 +82,13 @@ async fn route(site: &Arc<Site>, req: &Parts) -> Resp {
     let head = req.method == Method::HEAD;
     if url.relative() == "api/stores" {
         let s = Arc::clone(site);
+        if s.proxy.as_ref().is_some_and(Proxy::whole_site) {
+            // The whole site is remote: no local folder to list.
+            return json_answer(head, "[]".into());
+        }
         let json = tokio::task::spawn_blocking(move || stores_json(&s.root, s.store_depth)).await;
         let Ok(json) = json else { return text(StatusCode::INTERNAL_SERVER_ERROR) };
-        let len = json.len();
-        let mut r = Response::new(if head { Body::empty() } else { Body::bytes(json) });
-        let h = r.headers_mut();
-        h.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-        h.insert(header::CONTENT_LENGTH, HeaderValue::from(len));
-        return r;
+        return json_answer(head, json);
     }
     // The viewer's own files come first: a file in the served folder never
     // replaces the page or its code.
@@ -102,11 +103,24 @@ async fn route(site: &Arc<Site>, req: &Parts) -> Resp {
     if url.trailing_slash() {
         return text(StatusCode::NOT_FOUND);
     }
+    if let Some((proxy, path)) = site.proxy.as_ref().and_then(|p| Some((p, p.below(url.relative())?))) {
+        return proxy.respond(req, path).await;
+    }
     match site.files.open(&site.root, url.relative()) {
         Ok(f) => serve_file(req, f.file, &f.meta, &f.path),
         Err(NotServed::Outside) => text(StatusCode::FORBIDDEN),
         Err(NotServed::Missing) => text(StatusCode::NOT_FOUND),
     }
+}
+
+fn json_answer(head: bool, json: String) -> Resp {
+    let len = json.len();
+    let mut r = Response::new(if head { Body::empty() } else { Body::bytes(json) });
+    let h = r.headers_mut();
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    h.insert(header::CONTENT_LENGTH, HeaderValue::from(len));
+    r
 }
 
 fn has_body(req: &Parts) -> bool {
@@ -199,12 +213,12 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 }
 
 /// The validators and type of one servable representation.
-struct Rep {
-    size: u64,
+pub(crate) struct Rep {
+    pub size: u64,
     /// Quoted strong entity tag.
-    etag: Option<HeaderValue>,
-    last_modified: Option<HeaderValue>,
-    content_type: &'static str,
+    pub etag: Option<HeaderValue>,
+    pub last_modified: Option<HeaderValue>,
+    pub content_type: &'static str,
 }
 
 impl Rep {
@@ -217,16 +231,16 @@ impl Rep {
 /// written one after another into one buffer and handed to hyper as shared
 /// slices of it: one allocation for them all, where a `String` and a
 /// `HeaderValue` for each cost two apiece.
-struct Values(BytesMut);
+pub(crate) struct Values(BytesMut);
 
 impl Values {
-    fn new() -> Self {
+    pub fn new() -> Self {
         Values(BytesMut::with_capacity(192))
     }
 
     /// `args` as a header value; `None` if it is not one (never, for the
     /// numbers, tags and dates made here).
-    fn make(&mut self, args: fmt::Arguments<'_>) -> Option<HeaderValue> {
+    pub fn make(&mut self, args: fmt::Arguments<'_>) -> Option<HeaderValue> {
         self.0.write_fmt(args).ok()?;
         HeaderValue::from_maybe_shared(self.0.split().freeze()).ok()
     }
@@ -244,7 +258,7 @@ fn set(resp: &mut Resp, name: HeaderName, value: Option<HeaderValue>) {
 
 /// Preconditions (RFC 9110 §13.2.2 order: If-Match, If-None-Match, then
 /// If-Range), then the range, then the body from `body(start, len)`.
-fn serve_rep(
+pub(crate) fn serve_rep(
     req: &Parts,
     rep: &Rep,
     mut values: Values,

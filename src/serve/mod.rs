@@ -19,9 +19,13 @@
 //!    asks for `…/index.html`. **The viewer's files always win**: a served
 //!    folder holding `index.html`, `app.js` or `pkg/zrecord.js` cannot replace
 //!    the viewer's code (those files of the folder are not reachable).
-//! 4. A regular file under the root, at the same path as in the directory
+//! 4. With [`ServeConfig::proxy`], a path below its mount: read from the
+//!    remote prefix (`proxy.rs`: one pinned version per file, ranged reads of
+//!    at most [`PROXY_MAX_RANGE`] bytes, [`PROXY_IN_FLIGHT`] at once). Mounted
+//!    at `""`, it answers every path but the viewer's, and `/api/stores` is `[]`.
+//! 5. A regular file under the root, at the same path as in the directory
 //!    (`/a/b/data.zr` is `DIR/a/b/data.zr`).
-//! 5. `404`.
+//! 6. `404`.
 //!
 //! Directories are never listed and only regular files are served.
 //!
@@ -89,6 +93,7 @@ mod files;
 mod handler;
 mod os;
 mod path;
+mod proxy;
 mod range;
 mod stores;
 pub mod viewer_assets;
@@ -110,6 +115,7 @@ use crate::{Error, Result};
 use files::OpenFiles;
 use handler::Site;
 pub use os::raise_open_files;
+pub use proxy::{Upstream, IN_FLIGHT as PROXY_IN_FLIGHT, MAX_RANGE as PROXY_MAX_RANGE};
 pub use stores::{list_stores, ListedStore};
 
 /// The embedded-asset lookup: a path such as `index.html` or
@@ -161,6 +167,10 @@ pub struct ServeConfig {
     pub threads: usize,
     /// How many directory levels below the root `/api/stores` looks.
     pub store_depth: usize,
+    /// A remote prefix to serve (see `proxy.rs`), and the path it is
+    /// served below (`""`: the whole site, and the root's files are not
+    /// served).
+    pub proxy: Option<(String, Arc<dyn Upstream>)>,
 }
 
 impl ServeConfig {
@@ -179,6 +189,7 @@ impl ServeConfig {
             idle_timeout: IDLE_TIMEOUT,
             threads: 0,
             store_depth: 6,
+            proxy: None,
         }
     }
 }
@@ -196,6 +207,7 @@ impl fmt::Debug for ServeConfig {
             .field("idle_timeout", &self.idle_timeout)
             .field("threads", &self.threads)
             .field("store_depth", &self.store_depth)
+            .field("proxy", &self.proxy.as_ref().map(|(mount, up)| (mount, up.name())))
             .finish()
     }
 }
@@ -276,6 +288,7 @@ pub fn start(cfg: ServeConfig) -> Result<ServerHandle> {
             assets: cfg.assets,
             store_depth: cfg.store_depth,
             files: OpenFiles::default(),
+            proxy: cfg.proxy.map(|(mount, upstream)| proxy::Proxy::new(&mount, upstream)),
         }),
         verbose: cfg.verbose,
         head_timeout: cfg.head_timeout,

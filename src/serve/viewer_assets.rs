@@ -67,16 +67,23 @@ pub fn asset_paths() -> impl Iterator<Item = &'static str> {
 /// assert_eq!(viewer_link("http://127.0.0.1:8080/", "/a b/", None), "http://127.0.0.1:8080/#url=%2Fa%20b%2F");
 /// ```
 pub fn viewer_link(viewer: &str, store: &str, index: Option<u64>) -> String {
-    let mut out = format!("{viewer}#url=");
-    for b in store.bytes() {
+    let mut out = format!("{viewer}#url={}", encode_component(store));
+    if let Some(i) = index {
+        out.push_str(&format!("&i={i}"));
+    }
+    out
+}
+
+/// `s` percent-encoded as JavaScript's `encodeURIComponent` does (ASCII
+/// letters, digits and `-_.~` kept), for a value in the viewer's address.
+pub fn encode_component(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
         if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
             out.push(char::from(b));
         } else {
             out.push_str(&format!("%{b:02X}"));
         }
-    }
-    if let Some(i) = index {
-        out.push_str(&format!("&i={i}"));
     }
     out
 }

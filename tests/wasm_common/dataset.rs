@@ -2,7 +2,7 @@
 //! [2] zstd and `tokens` Ragged <u2 raw, 10 records in shards of 4, 2 and 4)
 //! read through the JavaScript `Dataset`, over nginx.
 
-use super::{global_fetch, message, prop, typed_bytes};
+use super::{global_fetch, message, prop, rewriting_fetch, typed_bytes};
 use js_sys::{Array, Function, Object, Reflect};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
@@ -111,4 +111,29 @@ pub async fn dataset_over_http() {
         assert_eq!(values[a..b], want[..], "tokens {i}");
     }
     assert!(prop(&tokens.stats(), "requests").as_f64().unwrap() >= 3.0);
+}
+
+pub async fn dataset_through_custom_fetch() {
+    // The dataset's URL resolves nowhere: its manifest and every shard come
+    // through the caller's fetch, as ranged GETs, one per counted request.
+    let seen = Array::new();
+    let opts = Object::new();
+    Reflect::set(&opts, &"fetch".into(), &rewriting_fetch(&seen, &dataset_url())).unwrap();
+    let ds = JsDataset::open("https://private.invalid/".into(), Some(opts.into()))
+        .await
+        .unwrap_or_else(|e| panic!("{}", message(&e)));
+    let x = ds.column("x".into()).unwrap();
+    let tokens = ds.column("tokens".into()).unwrap();
+    let got = gather(&x, &[9, 0, 5]).await;
+    let want: Vec<u8> = [9, 0, 5].iter().flat_map(|&i| x_of(i)).flat_map(f32::to_le_bytes).collect();
+    assert_eq!(typed_bytes(&prop(&got, "data")).0, want);
+    gather(&tokens, &[4]).await;
+    let seen: Vec<String> = seen.iter().map(|v| v.as_string().unwrap()).collect();
+    let counted: f64 =
+        [ds.stats(), x.stats(), tokens.stats()].iter().map(|s| prop(s, "requests").as_f64().unwrap()).sum();
+    assert_eq!(seen.len() as f64, counted, "{seen:?}");
+    for s in &seen {
+        assert!(s.starts_with("GET https://private.invalid/"), "{seen:?}");
+    }
+    assert!(seen.iter().any(|s| s.ends_with("/zrecord.json")), "{seen:?}");
 }

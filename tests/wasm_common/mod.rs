@@ -274,3 +274,36 @@ pub async fn custom_fetch_and_headers() {
     assert_eq!(seen[0], "yes bytes=0-65535");
     assert!(seen[1].starts_with("yes bytes="), "{seen:?}");
 }
+
+/// A fetch, written in JS, that serves `https://private.invalid/` from `real`
+/// (as an app's signing proxy or token-adding fetch would) and records each
+/// request's method and URL in `seen`.
+pub fn rewriting_fetch(seen: &Array, real: &str) -> Function {
+    let wrapper = Function::new_with_args(
+        "seen, fetch, real",
+        "return (url, init) => { seen.push(init.method + ' ' + url); \
+         return fetch(url.replace('https://private.invalid/', real), init); };",
+    );
+    wrapper.call3(&JsValue::NULL, seen, &global_fetch(), &real.into()).unwrap().unchecked_into()
+}
+
+pub async fn custom_fetch_sees_every_request() {
+    // The store's URL resolves nowhere: every byte comes through the caller's
+    // fetch, and each request it sees is a ranged GET (never a HEAD: a file's
+    // size comes from the first answer's Content-Range).
+    let seen = Array::new();
+    let opts = Object::new();
+    Reflect::set(&opts, &"fetch".into(), &rewriting_fetch(&seen, &base_url())).unwrap();
+    let store = open("https://private.invalid/ragged-i32-tokens-zstd/", Some(opts.into()))
+        .await
+        .unwrap_or_else(|e| panic!("{}", message(&e)));
+    gather(&store, &[0, 7, 3]).await.unwrap();
+    gather(&store, &[1]).await.unwrap();
+    let seen: Vec<String> = seen.iter().map(|v| v.as_string().unwrap()).collect();
+    let requests = Reflect::get(&store.stats(), &"requests".into()).unwrap().as_f64().unwrap();
+    assert_eq!(seen.len() as f64, requests, "{seen:?}");
+    assert!(seen.len() >= 2, "{seen:?}");
+    for s in &seen {
+        assert!(s.starts_with("GET https://private.invalid/ragged-i32-tokens-zstd/"), "{seen:?}");
+    }
+}
