@@ -32,6 +32,10 @@ pub struct Options {
     /// For the HTTP client of an `http(s)://` store.
     #[cfg(feature = "http")]
     pub http: HttpOptions,
+    /// Read remote stores (and a dataset's shards) through a node-local
+    /// cache directory shared by the machine's processes (default none).
+    #[cfg(feature = "http")]
+    pub cache: Option<crate::remote::cache::CacheOptions>,
 }
 
 impl Options {
@@ -109,9 +113,25 @@ pub fn remote(url: &str, options: &Options) -> Result<BlockingStore> {
     }
 }
 
-/// The transport that reads a remote location.
+/// The transport that reads a remote location, through the cache when the
+/// options name one.
 #[cfg(feature = "http")]
 fn transport(location: Location<'_>, options: &Options) -> Result<AnyTransport> {
+    cached(direct(location, options)?, options)
+}
+
+/// `transport` read through the cache the options name, if any.
+#[cfg(feature = "http")]
+pub(crate) fn cached(transport: AnyTransport, options: &Options) -> Result<AnyTransport> {
+    match &options.cache {
+        Some(cache) => Ok(Box::new(crate::remote::cache::CachedSource::new(transport, cache.clone())?)),
+        None => Ok(transport),
+    }
+}
+
+/// The transport that reads a remote location straight from it.
+#[cfg(feature = "http")]
+fn direct(location: Location<'_>, options: &Options) -> Result<AnyTransport> {
     match location {
         Location::Http(url) => {
             let retry = Retry { retries: options.remote.retries, backoff: options.remote.backoff };

@@ -106,7 +106,8 @@ impl Dataset {
         let name = root.name();
         let manifest = Arc::new(block_on(super::remote::load_manifest(&root, options.version))?);
         let concat = Arc::new(Concat::new(&name, manifest));
-        let open: Arc<Opener> = Arc::new(open);
+        let cache = options.open.clone();
+        let open: Arc<Opener> = Arc::new(Box::new(move |path| crate::open::cached(open(path)?, &cache)));
         let columns = (0..concat.manifest.columns.len())
             .map(|i| {
                 let open = open.clone();
