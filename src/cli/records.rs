@@ -118,13 +118,19 @@ pub struct CacheArgs {
     /// Most the cache directory may hold (e.g. 512MiB, 20GiB) [default: no limit].
     #[arg(long, value_name = "SIZE", value_parser = super::common::parse_size, requires = "cache")]
     pub cache_limit: Option<u64>,
+    /// Bytes fetched per request into the cache [default: 4MiB].
+    #[arg(long, value_name = "SIZE", value_parser = super::common::parse_size, requires = "cache")]
+    pub cache_block: Option<u64>,
 }
 
 impl CacheArgs {
     /// `opts` reading through the cache named, if any.
     pub fn apply(&self, mut opts: Options) -> Options {
         opts.cache = self.cache.as_ref().map(|dir| {
-            zrecord::remote::cache::CacheOptions::new(dir).limit(self.cache_limit.unwrap_or(u64::MAX))
+            let mut c =
+                zrecord::remote::cache::CacheOptions::new(dir).limit(self.cache_limit.unwrap_or(u64::MAX));
+            c.block = self.cache_block.unwrap_or(c.block);
+            c
         });
         opts
     }

@@ -378,10 +378,11 @@ impl Shared {
             return Ok(bytes);
         }
         let path = self.block_path(file, v, index);
-        let stripe = self.options.dir.join("locks").join(format!(
-            "{:03}",
-            xxh3::hash64_with_seed(path.as_os_str().as_encoded_bytes(), 0) % STRIPES
-        ));
+        let stripe = self
+            .options
+            .dir
+            .join("locks")
+            .join(format!("{:03}", xxh3::hash64_with_seed(path.as_os_str().as_encoded_bytes(), 0) % STRIPES));
         let held = OpenOptions::new()
             .create(true)
             .truncate(false)
@@ -473,7 +474,8 @@ impl Shared {
         guard.lock().map_err(io("lock the cache"))?;
         let mut used = 0u64;
         let mut blocks: Vec<(SystemTime, u64, PathBuf)> = Vec::new();
-        let entries = std::fs::read_dir(&self.blocks).map_err(|e| Error::io(&self.blocks, "list the cache", e))?;
+        let entries =
+            std::fs::read_dir(&self.blocks).map_err(|e| Error::io(&self.blocks, "list the cache", e))?;
         for entry in entries.flatten() {
             let path = entry.path();
             let Ok(meta) = entry.metadata() else { continue };
