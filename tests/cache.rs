@@ -340,3 +340,73 @@ fn four_processes_read_a_bucket_through_one_cache() {
     buckets::ok(&moto, &[&"push", &store, &url]);
     four_readers(&url, &cache, &extra, &local_sums(&store), |c| moto.env(c));
 }
+
+/// The loader knows its next steps exactly (the sampler is a pure function
+/// of the step): its look-ahead fetches the blocks of those steps' records
+/// and no others, before a worker gathers them.
+#[test]
+fn the_loader_fetches_exactly_the_blocks_of_its_next_steps() {
+    use zrecord::remote::cache::CacheOptions;
+    use zrecord::training::loader::Loader;
+    use zrecord::training::sampler::{Mode, Sampler};
+    use zrecord::Records;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s");
+    write_store(&path, 20_000, 512, Codec::Zstd, 29);
+    let local = zrecord::Store::open(&path).unwrap();
+    let server = LatencyServer::start(dir.path(), DELAY);
+    let cache = dir.path().join("cache");
+    let block = 64u64 << 10;
+    let options = zrecord::open::Options {
+        cache: Some(CacheOptions { block, ..CacheOptions::new(&cache) }),
+        ..Default::default()
+    };
+    let remote = zrecord::open_with(server.url("s/"), &options).unwrap();
+    let (batch, seed, lookahead) = (8, 5, 4);
+    let mut loader = Loader::builder()
+        .stream("s", remote)
+        .batch_size(batch)
+        .mode(Mode::Iid)
+        .seed(seed)
+        .workers(1)
+        .prefetch(1)
+        .lookahead(lookahead, 1 << 30)
+        .build()
+        .unwrap();
+    let first = loader.next_batch().unwrap();
+    assert_eq!(first.dense("s").unwrap().bytes(), local.gather(first.indices()).unwrap().bytes());
+    // Delivered: step 0. Workers: step 1. Look-ahead: steps 2 to 1 + 1 + 4 - 1.
+    let mut sampler = Sampler::new(local.len(), batch, Mode::Iid, seed).unwrap();
+    let mut expected = std::collections::BTreeSet::new();
+    for _ in 0..=(1 + lookahead) {
+        for i in sampler.next_batch() {
+            let loc = local.loc(i).unwrap();
+            let last = loc.offset + u64::from(loc.phys_length) - 1;
+            expected.extend(loc.offset / block..=last / block);
+        }
+    }
+    let data = std::fs::metadata(path.join("data.zr")).unwrap().len();
+    let data_blocks = || -> std::collections::BTreeSet<u64> {
+        cache_files(&cache)
+            .0
+            .iter()
+            .filter_map(|p| {
+                let name = p.file_stem()?.to_str()?.to_string();
+                let mut parts = name.rsplit('-');
+                let index: u64 = parts.next()?.parse().ok()?;
+                (parts.next()?.parse::<u64>().ok()? == data).then_some(index)
+            })
+            .collect()
+    };
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !data_blocks().is_superset(&expected) {
+        assert!(Instant::now() < deadline, "the look-ahead never fetched the next steps' blocks");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(data_blocks(), expected, "blocks of exactly steps 0 to {}", 1 + lookahead);
+    assert!(loader.fetched_ahead() > 0);
+    for _ in 0..10 {
+        let step = loader.next_batch().unwrap();
+        assert_eq!(step.dense("s").unwrap().bytes(), local.gather(step.indices()).unwrap().bytes());
+    }
+}

@@ -54,6 +54,9 @@ pub use super::options::CacheStats;
 /// processes waiting on it).
 pub const STRIPES: u64 = 256;
 
+/// Blocks a prefetch fetches at once.
+pub const WARMERS: usize = 8;
+
 /// The trailer closing every block file: this magic, then the XXH3-64 of
 /// the block's bytes (little-endian).
 const MAGIC: &[u8; 8] = b"zrcache1";
@@ -221,6 +224,14 @@ impl RangeRead for CachedSource {
     fn now(&self) -> Option<Duration> {
         self.shared.inner.now()
     }
+    /// Fetch the blocks `ranges` need that are not here, several at once,
+    /// on blocking threads.
+    fn prefetch(&self, file: StoreFile, ranges: Vec<Range<u64>>) -> LocalBoxFuture<'_, Result<u64>> {
+        let shared = self.shared.clone();
+        Box::pin(async move {
+            runtime::spawn_blocking(move || shared.warm(file, &ranges)).await.unwrap_or(Err(Error::Cancelled))
+        })
+    }
     /// Not cached: a dataset's manifest changes with every commit.
     fn read_path(&self, path: &str, range: Range<u64>) -> LocalBoxFuture<'_, Result<Ranged>> {
         self.shared.inner.read_path(path, range)
@@ -281,6 +292,42 @@ impl Shared {
                 (i, start.max(r.start) - r.start..end.min(r.end) - r.start)
             })
             .collect()
+    }
+
+    /// Fetch the missing blocks under `ranges` of `file`, [`WARMERS`] at
+    /// once; the bytes fetched.
+    fn warm(&self, file: StoreFile, ranges: &[Range<u64>]) -> Result<u64> {
+        let Known::Cached(v) = self.version(file)? else { return Ok(0) };
+        let b = self.options.block;
+        let mut wanted: Vec<u64> = ranges
+            .iter()
+            .filter(|r| r.start < r.end.min(v.total))
+            .flat_map(|r| r.start / b..=(r.end.min(v.total) - 1) / b)
+            .collect();
+        wanted.sort_unstable();
+        wanted.dedup();
+        wanted.retain(|&i| !self.block_path(file, &v, i).exists());
+        let before = stats().bytes_fetched;
+        let next = AtomicU64::new(0);
+        let failed: Mutex<Option<Error>> = Mutex::new(None);
+        std::thread::scope(|s| {
+            for _ in 0..WARMERS.min(wanted.len()) {
+                s.spawn(|| loop {
+                    let k = next.fetch_add(1, Ordering::Relaxed) as usize;
+                    let Some(&index) = wanted.get(k) else { break };
+                    if let Err(e) = self.block(file, &v, index, 0..0) {
+                        *lock(&failed) = Some(e);
+                        break;
+                    }
+                });
+            }
+        });
+        let failed = lock(&failed).take();
+        match failed {
+            Some(e) => Err(e),
+            // Counted process-wide: other fetches may add to it meanwhile.
+            None => Ok(stats().bytes_fetched.saturating_sub(before)),
+        }
     }
 
     /// One request to the remote, counted.
