@@ -136,13 +136,20 @@ fn requests_by_range(server: &LatencyServer) -> BTreeMap<String, BTreeMap<String
     by
 }
 
-#[test]
-fn four_processes_share_one_cache_and_each_block_is_fetched_once() {
+/// A store of 20,000 zstd records of 512 bytes (`seed` picks them) served
+/// after `delay` per request, and its local checksums.
+fn served(seed: u64, delay: Duration) -> (tempfile::TempDir, PathBuf, String, LatencyServer) {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("s");
-    write_store(&store, 20_000, 512, Codec::Zstd, 7);
+    write_store(&store, 20_000, 512, Codec::Zstd, seed);
     let expected = local_sums(&store);
-    let server = LatencyServer::start(dir.path(), DELAY);
+    let server = LatencyServer::start(dir.path(), delay);
+    (dir, store, expected, server)
+}
+
+#[test]
+fn four_processes_share_one_cache_and_each_block_is_fetched_once() {
+    let (dir, _store, expected, server) = served(7, DELAY);
     let cache = dir.path().join("cache");
     four_readers(&server.url("s/"), &cache, &["--cache-block", "1MiB"], &expected, |_| {});
 
@@ -179,51 +186,37 @@ fn four_processes_share_one_cache_and_each_block_is_fetched_once() {
 
 #[test]
 fn the_limit_holds_and_limits_below_a_batch_or_a_block_still_read_right() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = dir.path().join("s");
-    write_store(&store, 20_000, 512, Codec::Zstd, 11);
-    let expected = local_sums(&store);
+    let (dir, store, expected, server) = served(11, DELAY);
     let data = std::fs::metadata(store.join("data.zr")).unwrap().len();
-    let server = LatencyServer::start(dir.path(), DELAY);
     // Smaller than the store and than one of checksum's batches (32 MiB
     // decoded, all of data.zr's blocks), larger than a block.
-    let limit = 5 * MIB / 2;
-    assert!(limit < data);
-    let cache = dir.path().join("small");
-    let watch = Watch::start(&cache);
-    four_readers(
-        &server.url("s/"),
-        &cache,
-        &["--cache-block", "1MiB", "--cache-limit", "2.5MiB"],
-        &expected,
-        |_| {},
-    );
-    let peak = watch.peak();
-    assert!(peak <= limit, "the cache held {peak} bytes, over its limit of {limit}");
+    assert!(5 * MIB / 2 < data);
+    let peak = peak_while_four_read(&server, &dir.path().join("small"), "2.5MiB", &expected);
+    assert!(peak <= 5 * MIB / 2, "the cache held {peak} bytes, over its limit");
     assert!(peak > 0, "nothing was cached");
-
     // Smaller than one block: read through (only a file's short last block fits).
-    let cache = dir.path().join("tiny");
-    let watch = Watch::start(&cache);
+    let peak = peak_while_four_read(&server, &dir.path().join("tiny"), "100KiB", &expected);
+    assert!(peak <= 100 << 10, "the cache held {peak} bytes, over its limit");
+}
+
+/// The most `cache` held while 4 processes read the store through it, 1 MiB
+/// blocks, at most `limit`.
+fn peak_while_four_read(server: &LatencyServer, cache: &Path, limit: &str, expected: &str) -> u64 {
+    let watch = Watch::start(cache);
     four_readers(
         &server.url("s/"),
-        &cache,
-        &["--cache-block", "1MiB", "--cache-limit", "100KiB"],
-        &expected,
+        cache,
+        &["--cache-block", "1MiB", "--cache-limit", limit],
+        expected,
         |_| {},
     );
-    let peak = watch.peak();
-    assert!(peak <= 100 << 10, "the cache held {peak} bytes, over its limit");
+    watch.peak()
 }
 
 #[test]
 fn a_downloader_killed_mid_fetch_leaves_nothing_a_reader_trusts() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = dir.path().join("s");
-    write_store(&store, 20_000, 512, Codec::Zstd, 13);
-    let expected = local_sums(&store);
     // Slow answers: a download stays under way long enough to be killed.
-    let server = LatencyServer::start(dir.path(), Duration::from_millis(500));
+    let (dir, _store, expected, server) = served(13, Duration::from_millis(500));
     let cache = dir.path().join("cache");
     let mut victim = spawn_checksum(zrecord(), &server.url("s/"), &cache, &["--cache-block", "1MiB"]);
     let deadline = Instant::now() + Duration::from_secs(120);

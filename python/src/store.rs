@@ -202,15 +202,5 @@ pub(crate) fn cache_options(
 /// reads served straight from the remote.
 #[pyfunction]
 pub fn cache_stats() -> std::collections::BTreeMap<&'static str, u64> {
-    let c = zrecord::remote::cache::stats();
-    [
-        ("gets", c.gets),
-        ("bytes_fetched", c.bytes_fetched),
-        ("hits", c.hits),
-        ("misses", c.misses),
-        ("evicted_bytes", c.evicted_bytes),
-        ("read_through", c.read_through),
-    ]
-    .into_iter()
-    .collect()
+    zrecord::remote::cache::stats().fields().into_iter().collect()
 }

@@ -71,14 +71,8 @@ class Dense(_Base):
 
     item_shape: Tuple[int, ...]
     @classmethod
-    def open(
-        cls,
-        path: _PathLike,
-        verify: bool = False,
-        backend: Literal["mmap", "pread"] = "mmap",
-        cache: Optional[_PathLike] = None,
-        cache_limit: Union[int, str, None] = None,
-    ) -> "Dense":
+    def open(cls, path: _PathLike, verify: bool = False, backend: Literal["mmap", "pread"] = "mmap",
+             cache: Optional[_PathLike] = None, cache_limit: Union[int, str, None] = None) -> "Dense":
         """Open a store for reading: a directory or an ``http(s)://``,
         ``s3://``, ``gs://`` or ``az://`` URL. With ``verify=True`` every
         record read is checked against the store's checksum sidecar
@@ -127,14 +121,8 @@ class Ragged(_Base):
     is recycled for a later gather once none of them is alive."""
 
     @classmethod
-    def open(
-        cls,
-        path: _PathLike,
-        verify: bool = False,
-        backend: Literal["mmap", "pread"] = "mmap",
-        cache: Optional[_PathLike] = None,
-        cache_limit: Union[int, str, None] = None,
-    ) -> "Ragged":
+    def open(cls, path: _PathLike, verify: bool = False, backend: Literal["mmap", "pread"] = "mmap",
+             cache: Optional[_PathLike] = None, cache_limit: Union[int, str, None] = None) -> "Ragged":
         """Open a store for reading: a directory or a URL; ``verify`` as for
         :meth:`Dense.open`."""
     @classmethod

@@ -410,14 +410,7 @@ fn cache_delta(a: CacheStats, b: CacheStats) -> CacheStats {
 
 /// A cache's counters as JSON.
 fn cache_json(c: &CacheStats) -> Value {
-    json!({
-        "gets": c.gets,
-        "bytes_fetched": c.bytes_fetched,
-        "hits": c.hits,
-        "misses": c.misses,
-        "evicted_bytes": c.evicted_bytes,
-        "read_through": c.read_through,
-    })
+    Value::Object(c.fields().into_iter().map(|(k, v)| (k.to_string(), v.into())).collect())
 }
 
 /// The device's random-read limit on `data` (O_DIRECT reads of the store's

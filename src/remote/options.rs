@@ -132,3 +132,17 @@ pub struct CacheStats {
     /// kept (the limit is smaller than a block, or taken by downloads).
     pub read_through: u64,
 }
+
+impl CacheStats {
+    /// Each counter by name, for reports (JSON, Python dicts).
+    pub fn fields(&self) -> [(&'static str, u64); 6] {
+        [
+            ("gets", self.gets),
+            ("bytes_fetched", self.bytes_fetched),
+            ("hits", self.hits),
+            ("misses", self.misses),
+            ("evicted_bytes", self.evicted_bytes),
+            ("read_through", self.read_through),
+        ]
+    }
+}
