@@ -76,6 +76,7 @@ def test_the_cache_travels_with_a_pickled_reader(served, tmp_path):
     _, url, images, _ = served
     cache = tmp_path / "cache"
     ds = Dense.open(f"{url}/images/", cache=cache, cache_limit=1 << 30)
+    assert ds[[7, 1]].tobytes() == images[[7, 1]].tobytes()
     again = pickle.loads(pickle.dumps(ds))
     assert again._cache == str(cache) and again._cache_limit == 1 << 30
     before = zrecord.cache_stats()
