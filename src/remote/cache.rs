@@ -155,6 +155,8 @@ struct Shared {
     versions: [Mutex<Option<Known>>; StoreFile::COUNT],
     /// Blocks (path, inode) whose trailer this process has checked.
     checked: Mutex<HashSet<(PathBuf, u64)>>,
+    /// Held while a block is checked, so a block is read whole once.
+    checking: Mutex<()>,
     /// When this process last marked a block as used (its mtime).
     touched: Mutex<HashMap<PathBuf, Instant>>,
 }
@@ -194,6 +196,7 @@ impl CachedSource {
             blocks,
             versions: Default::default(),
             checked: Mutex::default(),
+            checking: Mutex::default(),
             touched: Mutex::default(),
         };
         Ok(CachedSource { shared: Arc::new(shared) })
@@ -380,6 +383,11 @@ impl Shared {
         };
         let meta = f.metadata().map_err(|e| Error::io(&path, "stat a cached block", e))?;
         let key = (path.clone(), crate::local::sys::inode(&meta));
+        let mut checking = None;
+        if !lock(&self.checked).contains(&key) {
+            // One thread checks a block; the others wait, then read it.
+            checking = Some(lock(&self.checking));
+        }
         let checked = lock(&self.checked).contains(&key);
         let bytes = if checked && meta.len() == len + TRAILER {
             let mut buf = vec![0u8; (within.end - within.start) as usize];
@@ -401,6 +409,7 @@ impl Shared {
                 }
             }
         };
+        drop(checking);
         self.touch(&path, &f);
         Ok(Some(bytes))
     }
