@@ -31,6 +31,11 @@
 //! `requests_per_batch`, `bytes_per_batch` (null for a local store),
 //! `device_limit` and `percent_of_device` (null without `--cold`) and the
 //! settings.
+//!
+//! `--cache DIR` (remote stores, `--cache-limit`, `--cache-block`): read
+//! through the node-local cache (docs/CACHE.md); `requests_per_batch` and
+//! `bytes_per_batch` are then what the remote saw, `per_round[].cache` the
+//! cache's counters during the timed batches and `cache` over the whole run.
 
 use super::common::{parse_shard, size, CliResult, Ctx, Out};
 use super::records::{self, DatasetArgs, Target};
