@@ -45,7 +45,7 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
 pub use super::options::CacheStats;
 
@@ -157,9 +157,22 @@ struct Shared {
     checked: Mutex<HashSet<(PathBuf, u64)>>,
     /// Held while a block is checked, so a block is read whole once.
     checking: Mutex<()>,
-    /// When this process last marked a block as used (its mtime).
-    touched: Mutex<HashMap<PathBuf, Instant>>,
+    /// Checked blocks kept open, by (file, index): a hit is then one
+    /// `fstat` (is it still named? an evicted block must not be held) and
+    /// one `pread`, without opening, hashing or formatting a path.
+    open: Mutex<HashMap<(StoreFile, u64), Arc<Held>>>,
 }
+
+/// A checked block file held open.
+struct Held {
+    file: File,
+    path: PathBuf,
+    /// When this process last set its mtime (seconds on `runtime::now`).
+    touched: AtomicU64,
+}
+
+/// Most block files a store keeps open; more, and they are all closed.
+const HELD: usize = 64;
 
 /// A transport whose reads go through a node-local cache directory.
 pub struct CachedSource {
@@ -197,7 +210,7 @@ impl CachedSource {
             versions: Default::default(),
             checked: Mutex::default(),
             checking: Mutex::default(),
-            touched: Mutex::default(),
+            open: Mutex::default(),
         };
         Ok(CachedSource { shared: Arc::new(shared) })
     }
@@ -373,6 +386,20 @@ impl Shared {
         index: u64,
         within: Range<u64>,
     ) -> Result<Option<Vec<u8>>> {
+        let held = lock(&self.open).get(&(file, index)).cloned();
+        if let Some(h) = held {
+            match h.file.metadata() {
+                Ok(meta) if crate::local::sys::is_linked(&meta) => {
+                    let mut buf = vec![0u8; (within.end - within.start) as usize];
+                    crate::local::sys::read_exact_at(&h.file, &mut buf, within.start)
+                        .map_err(|e| Error::io(&h.path, "read a cached block", e))?;
+                    touch(&h);
+                    return Ok(Some(buf));
+                }
+                // Evicted: let it go (its space with it), look again.
+                _ => drop(lock(&self.open).remove(&(file, index))),
+            }
+        }
         let path = self.block_path(file, v, index);
         let len = block_range(index, self.options.block, v.total);
         let len = len.end - len.start;
@@ -383,13 +410,9 @@ impl Shared {
         };
         let meta = f.metadata().map_err(|e| Error::io(&path, "stat a cached block", e))?;
         let key = (path.clone(), crate::local::sys::inode(&meta));
-        let mut checking = None;
-        if !lock(&self.checked).contains(&key) {
-            // One thread checks a block; the others wait, then read it.
-            checking = Some(lock(&self.checking));
-        }
-        let checked = lock(&self.checked).contains(&key);
-        let bytes = if checked && meta.len() == len + TRAILER {
+        // One thread checks a block; the others wait, then read it.
+        let checking = lock(&self.checking);
+        let bytes = if lock(&self.checked).contains(&key) && meta.len() == len + TRAILER {
             let mut buf = vec![0u8; (within.end - within.start) as usize];
             crate::local::sys::read_exact_at(&f, &mut buf, within.start)
                 .map_err(|e| Error::io(&path, "read a cached block", e))?;
@@ -410,20 +433,14 @@ impl Shared {
             }
         };
         drop(checking);
-        self.touch(&path, &f);
-        Ok(Some(bytes))
-    }
-
-    /// Mark a block as used now (its mtime orders eviction), at most once a
-    /// second per block and process.
-    fn touch(&self, path: &Path, f: &File) {
-        let now = Instant::now();
-        let mut touched = lock(&self.touched);
-        if touched.get(path).is_some_and(|t| now.duration_since(*t) < Duration::from_secs(1)) {
-            return;
+        let h = Arc::new(Held { file: f, path, touched: AtomicU64::new(u64::MAX) });
+        touch(&h);
+        let mut open = lock(&self.open);
+        if open.len() >= HELD {
+            open.clear();
         }
-        touched.insert(path.to_path_buf(), now);
-        let _ = f.set_modified(SystemTime::now());
+        open.insert((file, index), h);
+        Ok(Some(bytes))
     }
 
     /// The bytes `within` block `index`: from the cache, else fetched once
@@ -577,6 +594,16 @@ impl Shared {
         tmp.set_len(need).map_err(io("size a cache block"))?;
         drop(guard);
         Ok(Some((tmp, tmp_path)))
+    }
+}
+
+/// Mark a block as used now (its mtime orders eviction), at most once a
+/// second per block and store.
+fn touch(h: &Held) {
+    let now = runtime::now().as_secs();
+    let last = h.touched.swap(now, Ordering::Relaxed);
+    if last != now {
+        let _ = h.file.set_modified(SystemTime::now());
     }
 }
 
