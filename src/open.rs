@@ -51,6 +51,24 @@ impl Options {
     }
 }
 
+impl Options {
+    /// The remote reader's options. Through a cache a read is a `pread` of
+    /// a local file, not a request: ranges merge only across gaps smaller
+    /// than a page (merging by request cost would read megabytes of gaps).
+    #[cfg(feature = "http")]
+    pub(crate) fn remote_options(&self) -> RemoteOptions {
+        let mut remote = self.remote.clone();
+        if self.cache.is_some() {
+            remote.max_gap = remote.max_gap.min(CACHED_GAP);
+        }
+        remote
+    }
+}
+
+/// The most bytes between two records read as one through a cache.
+#[cfg(feature = "http")]
+const CACHED_GAP: u64 = 4 << 10;
+
 /// An open store of any kind, behind [`Records`]; match on it for what only
 /// one kind has.
 #[derive(Debug)]
@@ -87,7 +105,7 @@ pub fn open_with(target: impl AsRef<OsStr>, options: &Options) -> Result<AnyStor
         Location::Path(path) => Ok(AnyStore::Local(Store::open_with(Path::new(path), options.local)?)),
         #[cfg(feature = "http")]
         remote => {
-            Ok(AnyStore::Remote(BlockingStore::open(transport(remote, options)?, options.remote.clone())?))
+            Ok(AnyStore::Remote(BlockingStore::open(transport(remote, options)?, options.remote_options())?))
         }
         #[cfg(not(feature = "http"))]
         remote => Err(Error::InvalidArgument {
@@ -109,7 +127,7 @@ pub fn remote(url: &str, options: &Options) -> Result<BlockingStore> {
             store: url.to_string(),
             why: "not a URL (http(s)://, s3://, gs://, az://, ...)".into(),
         }),
-        remote => BlockingStore::open(transport(remote, options)?, options.remote.clone()),
+        remote => BlockingStore::open(transport(remote, options)?, options.remote_options()),
     }
 }
 

@@ -112,7 +112,7 @@ impl Dataset {
             .map(|i| {
                 let open = open.clone();
                 let opener: Opener = Box::new(move |path| open(path));
-                BlockingColumn::new(concat.clone(), i, options.open.remote.clone(), opener)
+                BlockingColumn::new(concat.clone(), i, options.open.remote_options(), opener)
                     .map(Column::Remote)
             })
             .collect::<Result<_>>()?;

@@ -237,8 +237,10 @@ impl RangeRead for CachedSource {
     fn retries(&self) -> u64 {
         self.shared.inner.retries()
     }
+    /// No clock: what a read costs here is a disk read, not the remote's
+    /// latency, and merging is set for that (`open::Options`).
     fn now(&self) -> Option<Duration> {
-        self.shared.inner.now()
+        None
     }
     /// Fetch the blocks `ranges` need that are not here, several at once,
     /// on blocking threads.
@@ -272,6 +274,8 @@ impl Shared {
         let (mut out, pieces) = (Vec::new(), self.pieces(req, &v));
         for (index, within) in &pieces {
             match self.read_block(req.file, &v, *index, within.clone())? {
+                // Most reads lie in one block: its bytes are the answer.
+                Some(bytes) if pieces.len() == 1 => out = bytes,
                 Some(bytes) => out.extend_from_slice(&bytes),
                 None => return Ok(None),
             }
