@@ -272,15 +272,20 @@ fn a_replaced_or_damaged_store_is_never_served_from_old_blocks() {
     server.forget_files();
     assert_eq!(read(), local_sums(&store));
 
-    // A block damaged on disk is found by its trailer, removed and fetched again.
+    // A block damaged on disk (a flipped byte, or cut short) is found by
+    // its trailer or size, removed and fetched again.
     std::fs::remove_dir_all(&cache).unwrap();
     assert_eq!(read(), local_sums(&store));
     let before = server.requests();
-    for b in cache_files(&cache).0 {
-        let mut bytes = std::fs::read(&b).unwrap();
+    for (k, b) in cache_files(&cache).0.iter().enumerate() {
+        let mut bytes = std::fs::read(b).unwrap();
         let mid = bytes.len() / 2;
-        bytes[mid] ^= 0xff;
-        std::fs::write(&b, bytes).unwrap();
+        if k % 2 == 0 {
+            bytes[mid] ^= 0xff;
+        } else {
+            bytes.truncate(mid);
+        }
+        std::fs::write(b, bytes).unwrap();
     }
     assert_eq!(read(), local_sums(&store));
     assert!(server.requests() - before > 3, "the damaged blocks were fetched again");
@@ -402,4 +407,25 @@ fn the_loader_fetches_exactly_the_blocks_of_its_next_steps() {
         let step = loader.next_batch().unwrap();
         assert_eq!(step.dense("s").unwrap().bytes(), local.gather(step.indices()).unwrap().bytes());
     }
+}
+
+#[test]
+fn bad_cache_settings_are_refused_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let run = |extra: &[&str]| {
+        let out = zrecord()
+            .args(["info", "http://127.0.0.1:9/s/", "--cache"])
+            .arg(&cache)
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(!out.status.success());
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    assert!(run(&["--cache-block", "1TiB"]).contains("block size"), "{}", run(&["--cache-block", "1TiB"]));
+    assert!(run(&["--cache-limit", "12 parsecs"]).contains("unknown unit"));
+    // A cache directory that is a file.
+    std::fs::write(&cache, b"not a directory").unwrap();
+    assert!(run(&[]).contains("create the cache directory"), "{}", run(&[]));
 }

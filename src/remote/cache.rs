@@ -78,6 +78,8 @@ pub struct CacheOptions {
 impl CacheOptions {
     /// Default block size.
     pub const BLOCK: u64 = 4 << 20;
+    /// Largest block size: a block is fetched, and checked, in memory.
+    pub const MAX_BLOCK: u64 = 256 << 20;
 
     /// A cache in `dir` with no size limit.
     pub fn new(dir: impl Into<PathBuf>) -> Self {
@@ -190,12 +192,16 @@ impl CachedSource {
     ///
     /// # Errors
     /// `Io` when the cache directory cannot be made; `InvalidArgument` for
-    /// a zero block size.
+    /// a block size of zero or above [`CacheOptions::MAX_BLOCK`].
     pub fn new(inner: AnyTransport, options: CacheOptions) -> Result<CachedSource> {
-        if options.block == 0 {
+        if options.block == 0 || options.block > CacheOptions::MAX_BLOCK {
             return Err(Error::InvalidArgument {
                 store: options.dir.display().to_string(),
-                why: "the cache's block size must be at least one byte".into(),
+                why: format!(
+                    "the cache's block size must be 1 byte to {} MiB (a block is fetched and checked in memory), not {}",
+                    CacheOptions::MAX_BLOCK >> 20,
+                    options.block
+                ),
             });
         }
         let blocks = options.dir.join("blocks");
