@@ -332,7 +332,9 @@ impl Shared {
             .collect();
         wanted.sort_unstable();
         wanted.dedup();
-        wanted.retain(|&i| !self.block_path(file, &v, i).exists());
+        // Blocks here are marked as used now: eviction takes the least
+        // recently used first, so blocks the next steps need go last.
+        wanted.retain(|&i| !self.mark_needed(file, &v, i));
         let before = stats().bytes_fetched;
         let next = AtomicU64::new(0);
         let failed: Mutex<Option<Error>> = Mutex::new(None);
@@ -353,6 +355,16 @@ impl Shared {
             Some(e) => Err(e),
             // Counted process-wide: other fetches may add to it meanwhile.
             None => Ok(stats().bytes_fetched.saturating_sub(before)),
+        }
+    }
+
+    /// Set block `index`'s mtime to now if it is here (whether it is).
+    fn mark_needed(&self, file: StoreFile, v: &Version, index: u64) -> bool {
+        let held = lock(&self.open).get(&(file, index)).cloned();
+        let now = SystemTime::now();
+        match held {
+            Some(h) => h.file.set_modified(now).is_ok(),
+            None => File::open(self.block_path(file, v, index)).is_ok_and(|f| f.set_modified(now).is_ok()),
         }
     }
 
@@ -634,6 +646,53 @@ fn sound_block(f: &File, len: u64) -> Option<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// One file in memory, version `v1`.
+    struct InMemory(Vec<u8>);
+
+    impl RangeRead for InMemory {
+        fn read(&self, req: ReadRequest) -> LocalBoxFuture<'_, Result<Ranged>> {
+            let total = self.0.len() as u64;
+            let (a, b) = (req.range.start.min(total) as usize, req.range.end.min(total) as usize);
+            let got = Ranged { bytes: self.0[a..b].to_vec(), total, version: Some("v1".into()) };
+            Box::pin(async move { Ok(got) })
+        }
+        fn locate(&self, file: StoreFile) -> String {
+            format!("memory:{file}")
+        }
+        fn name(&self) -> String {
+            "memory:".into()
+        }
+    }
+
+    #[test]
+    fn blocks_the_next_steps_need_are_evicted_last() {
+        let dir = tempfile::tempdir().unwrap();
+        let bytes: Vec<u8> = (0..4096u32).map(|i| (i * 7) as u8).collect();
+        let options =
+            CacheOptions { block: 1024, ..CacheOptions::new(dir.path()) }.limit(3 * (1024 + TRAILER));
+        let source = CachedSource::new(Box::new(InMemory(bytes.clone())), options).unwrap();
+        let read = |i: u64| {
+            let req = ReadRequest { file: StoreFile::Data, range: i * 1024..i * 1024 + 10, if_version: None };
+            let got = crate::remote::block_on(source.read(req)).unwrap();
+            assert_eq!(got.bytes, &bytes[i as usize * 1024..i as usize * 1024 + 10]);
+        };
+        let v = Version { total: 4096, etag: "v1".into() };
+        let path = |i| source.shared.block_path(StoreFile::Data, &v, i);
+        for i in 0..3 {
+            read(i);
+            // Block 0 used longest ago, then 1, then 2.
+            let at = SystemTime::now() - Duration::from_secs(30 - 10 * i);
+            File::open(path(i)).unwrap().set_modified(at).unwrap();
+        }
+        // The next steps need block 0: it becomes the most recently used.
+        let ahead = source.prefetch(StoreFile::Data, vec![5..6]);
+        assert_eq!(crate::remote::block_on(ahead).unwrap(), 0, "block 0 is here already");
+        read(3);
+        assert!(path(0).exists(), "the block the next steps need was evicted");
+        assert!(!path(1).exists(), "the least recently used block stayed");
+        assert!(path(2).exists() && path(3).exists());
+    }
 
     #[test]
     fn blocks_cover_a_range_and_stop_at_the_end() {
