@@ -686,7 +686,8 @@ mod tests {
             File::open(path(i)).unwrap().set_modified(at).unwrap();
         }
         // The next steps need block 0: it becomes the most recently used.
-        let ahead = source.prefetch(StoreFile::Data, Vec::from([5..6]));
+        let wanted: Vec<Range<u64>> = std::iter::once(5..6).collect();
+        let ahead = source.prefetch(StoreFile::Data, wanted);
         assert_eq!(crate::remote::block_on(ahead).unwrap(), 0, "block 0 is here already");
         read(3);
         assert!(path(0).exists(), "the block the next steps need was evicted");
