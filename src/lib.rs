@@ -44,3 +44,8 @@ pub use records::Records;
 #[cfg(all(doctest, feature = "native"))]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
+
+/// docs/CACHE.md's examples, compiled as doc tests.
+#[cfg(all(doctest, feature = "http"))]
+#[doc = include_str!("../docs/CACHE.md")]
+pub struct CacheDoctests;

@@ -32,6 +32,10 @@ pub struct Options {
     /// For the HTTP client of an `http(s)://` store.
     #[cfg(feature = "http")]
     pub http: HttpOptions,
+    /// Read remote stores (and a dataset's shards) through a node-local
+    /// cache directory shared by the machine's processes (default none).
+    #[cfg(feature = "http")]
+    pub cache: Option<crate::remote::cache::CacheOptions>,
 }
 
 impl Options {
@@ -46,6 +50,24 @@ impl Options {
         self
     }
 }
+
+impl Options {
+    /// The remote reader's options. Through a cache a read is a `pread` of
+    /// a local file, not a request: ranges merge only across gaps smaller
+    /// than a page (merging by request cost would read megabytes of gaps).
+    #[cfg(feature = "http")]
+    pub(crate) fn remote_options(&self) -> RemoteOptions {
+        let mut remote = self.remote.clone();
+        if self.cache.is_some() {
+            remote.max_gap = remote.max_gap.min(CACHED_GAP);
+        }
+        remote
+    }
+}
+
+/// The most bytes between two records read as one through a cache.
+#[cfg(feature = "http")]
+const CACHED_GAP: u64 = 4 << 10;
 
 /// An open store of any kind, behind [`Records`]; match on it for what only
 /// one kind has.
@@ -83,7 +105,7 @@ pub fn open_with(target: impl AsRef<OsStr>, options: &Options) -> Result<AnyStor
         Location::Path(path) => Ok(AnyStore::Local(Store::open_with(Path::new(path), options.local)?)),
         #[cfg(feature = "http")]
         remote => {
-            Ok(AnyStore::Remote(BlockingStore::open(transport(remote, options)?, options.remote.clone())?))
+            Ok(AnyStore::Remote(BlockingStore::open(transport(remote, options)?, options.remote_options())?))
         }
         #[cfg(not(feature = "http"))]
         remote => Err(Error::InvalidArgument {
@@ -100,7 +122,7 @@ pub fn open_with(target: impl AsRef<OsStr>, options: &Options) -> Result<AnyStor
 /// `InvalidArgument` for a local path or an unknown scheme, and as [`open`].
 #[cfg(feature = "http")]
 pub fn remote(url: &str, options: &Options) -> Result<BlockingStore> {
-    BlockingStore::open(remote_dir(url, options)?, options.remote.clone())
+    BlockingStore::open(remote_dir(url, options)?, options.remote_options())
 }
 
 /// The transport that reads the remote directory at `url` (http(s)://,
@@ -121,9 +143,25 @@ pub fn remote_dir(url: &str, options: &Options) -> Result<AnyTransport> {
     }
 }
 
-/// The transport that reads a remote location.
+/// The transport that reads a remote location, through the cache when the
+/// options name one.
 #[cfg(feature = "http")]
 fn transport(location: Location<'_>, options: &Options) -> Result<AnyTransport> {
+    cached(direct(location, options)?, options)
+}
+
+/// `transport` read through the cache the options name, if any.
+#[cfg(feature = "http")]
+pub(crate) fn cached(transport: AnyTransport, options: &Options) -> Result<AnyTransport> {
+    match &options.cache {
+        Some(cache) => Ok(Box::new(crate::remote::cache::CachedSource::new(transport, cache.clone())?)),
+        None => Ok(transport),
+    }
+}
+
+/// The transport that reads a remote location straight from it.
+#[cfg(feature = "http")]
+fn direct(location: Location<'_>, options: &Options) -> Result<AnyTransport> {
     match location {
         Location::Http(url) => {
             let retry = Retry { retries: options.remote.retries, backoff: options.remote.backoff };

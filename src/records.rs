@@ -46,6 +46,9 @@ macro_rules! forward_records {
             fn local_dir(&self) -> Option<&std::path::Path> {
                 self.records().local_dir()
             }
+            fn prefetch(&self, indices: &[u64]) -> $crate::Result<u64> {
+                self.records().prefetch(indices)
+            }
         }
     };
 }
@@ -151,6 +154,19 @@ pub trait Records: Send + Sync + std::fmt::Debug {
     /// The store's directory, when it is on the local file system.
     fn local_dir(&self) -> Option<&std::path::Path> {
         None
+    }
+
+    /// Bring the stored bytes of `indices` close ahead of their gather,
+    /// without decoding them: a remote store read through a node-local
+    /// cache fetches their missing blocks (the loader calls this for the
+    /// steps it will gather next). Answers the bytes fetched; the default,
+    /// for readers with nothing to bring close, does nothing.
+    ///
+    /// # Errors
+    /// As the gathers' reads.
+    fn prefetch(&self, indices: &[u64]) -> Result<u64> {
+        let _ = indices;
+        Ok(0)
     }
 
     /// The name errors give the store (its path or URL).

@@ -41,12 +41,21 @@ impl Drop for NativeDataset {
 #[pymethods]
 impl NativeDataset {
     /// Open version `version` (`None`: the newest) of the dataset at
-    /// `target`; `verify` as for stores.
+    /// `target`; `verify`, `cache` and `cache_limit` as for stores.
     #[staticmethod]
-    #[pyo3(signature = (target, version = None, verify = false))]
-    fn open(py: Python<'_>, target: String, version: Option<u64>, verify: bool) -> PyResult<NativeDataset> {
+    #[pyo3(signature = (target, version = None, verify = false, cache = None, cache_limit = None))]
+    fn open(
+        py: Python<'_>,
+        target: String,
+        version: Option<u64>,
+        verify: bool,
+        cache: Option<std::path::PathBuf>,
+        cache_limit: Option<u64>,
+    ) -> PyResult<NativeDataset> {
         let verify = if verify { Verify::Always } else { Verify::Off };
-        let mut options = DatasetOptions { version, open: zrecord::open::Options::default().verify(verify) };
+        let mut open = zrecord::open::Options::default().verify(verify);
+        open.cache = crate::store::cache_options(cache, cache_limit);
+        let mut options = DatasetOptions { version, open };
         let ds = py.detach(|| Dataset::open_with(&target, &options)).py_err(py)?;
         options.version = Some(ds.version());
         Ok(NativeDataset { ds: Arc::new(ds), target, options })

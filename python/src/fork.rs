@@ -87,6 +87,9 @@ impl Records for DatasetColumn {
     fn gather_ragged_into(&self, indices: &[u64], batch: &mut RaggedBatch) -> Result<()> {
         self.column().gather_ragged_into(indices, batch)
     }
+    fn prefetch(&self, indices: &[u64]) -> Result<u64> {
+        self.column().prefetch(indices)
+    }
 }
 
 impl ForkSafe {
@@ -172,6 +175,10 @@ impl Records for ForkSafe {
     }
     fn local_dir(&self) -> Option<&std::path::Path> {
         self.inner.local_dir()
+    }
+    fn prefetch(&self, indices: &[u64]) -> Result<u64> {
+        let store = self.current()?;
+        store.prefetch(indices)
     }
     fn name(&self) -> &str {
         self.inner.name()

@@ -37,6 +37,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(train::train_dict_store, m)?)?;
     m.add_function(wrap_pyfunction!(train::train_dict_native, m)?)?;
     m.add_function(wrap_pyfunction!(store::store_url, m)?)?;
+    m.add_function(wrap_pyfunction!(store::cache_stats, m)?)?;
     m.add_class::<dataset::NativeDataset>()?;
     m.add_class::<dataset::NativeShardWriter>()?;
     m.add_function(wrap_pyfunction!(dataset::commit, m)?)?;

@@ -41,12 +41,22 @@ impl NativeStore {
     /// `zrecord::location::SCHEMES` lists); with `verify`, every record read is checked
     /// against the store's checksum sidecar (an unsealed store fails to open);
     /// `backend` (`mmap` or `pread`) for a local store.
+    /// `cache` (a directory) reads a remote store through the node-local
+    /// cache, holding at most `cache_limit` bytes.
     #[staticmethod]
-    #[pyo3(signature = (path, verify = false, backend = "mmap"))]
-    fn open(py: Python<'_>, path: String, verify: bool, backend: &str) -> PyResult<NativeStore> {
+    #[pyo3(signature = (path, verify = false, backend = "mmap", cache = None, cache_limit = None))]
+    fn open(
+        py: Python<'_>,
+        path: String,
+        verify: bool,
+        backend: &str,
+        cache: Option<std::path::PathBuf>,
+        cache_limit: Option<u64>,
+    ) -> PyResult<NativeStore> {
         let verify = if verify { Verify::Always } else { Verify::Off };
         let mut options = zrecord::open::Options::default().verify(verify);
         options.local.backend = backend.parse().map_err(pyo3::exceptions::PyValueError::new_err)?;
+        options.cache = cache_options(cache, cache_limit);
         let opened = py.detach(|| ForkSafe::open(&path, options));
         Ok(NativeStore::new(opened.py_err(py)?))
     }
@@ -177,4 +187,20 @@ impl NativeStore {
             .get_or_try_init(py, || PyArrayDescr::new(py, self.store.dtype().as_str()).map(Bound::unbind))?;
         Ok(descr.bind(py))
     }
+}
+
+/// The node-local cache `cache` names, holding at most `limit` bytes.
+pub(crate) fn cache_options(
+    cache: Option<std::path::PathBuf>,
+    limit: Option<u64>,
+) -> Option<zrecord::remote::cache::CacheOptions> {
+    cache.map(|dir| zrecord::remote::cache::CacheOptions::new(dir).limit(limit.unwrap_or(u64::MAX)))
+}
+
+/// What the node-local caches of this process have cost and saved so far:
+/// requests sent, bytes fetched, block hits and misses, bytes evicted and
+/// reads served straight from the remote.
+#[pyfunction]
+pub fn cache_stats() -> std::collections::BTreeMap<&'static str, u64> {
+    zrecord::remote::cache::stats().fields().into_iter().collect()
 }

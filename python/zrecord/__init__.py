@@ -21,6 +21,7 @@ any number of workers, one ``commit``, ``open_dataset``) hold named columns
 over many shards, each column read as one store.
 """
 
+from . import _native
 from ._errors import ZrecordError, ZrecordMemoryError, ZrecordTypeError
 from ._records import DICT_TIERS, Dense, Ragged
 from ._train import train_dict
@@ -30,6 +31,16 @@ from ._mixture import Mixture
 from ._dataset import Dataset, ShardInfo, commit, gc, open_dataset, write_dataset, write_shard
 
 __version__ = "0.1.0"
+
+
+def cache_stats():
+    """What this process's node-local caches (``cache=`` on ``Dense.open``,
+    ``Ragged.open``, ``open_dataset``) have cost and saved so far: ``gets``
+    (requests sent to the remote), ``bytes_fetched``, block ``hits`` and
+    ``misses``, ``evicted_bytes`` and ``read_through`` (reads served straight
+    from the remote because no block could be kept). Take differences for an epoch."""
+    return dict(_native.cache_stats())
+
 
 __all__ = [
     "Dense",
@@ -49,4 +60,5 @@ __all__ = [
     "write_shard",
     "gc",
     "commit",
+    "cache_stats",
 ]

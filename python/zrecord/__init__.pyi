@@ -76,7 +76,8 @@ class Dense(_Base):
 
     item_shape: Tuple[int, ...]
     @classmethod
-    def open(cls, path: _PathLike, verify: bool = False, backend: Literal["mmap", "pread"] = "mmap") -> "Dense":
+    def open(cls, path: _PathLike, verify: bool = False, backend: Literal["mmap", "pread"] = "mmap",
+             cache: Optional[_PathLike] = None, cache_limit: Union[int, str, None] = None) -> "Dense":
         """Open a store for reading: a directory or an ``http(s)://``,
         ``s3://``, ``gs://`` or ``az://`` URL. With ``verify=True`` every
         record read is checked against the store's checksum sidecar
@@ -125,7 +126,8 @@ class Ragged(_Base):
     is recycled for a later gather once none of them is alive."""
 
     @classmethod
-    def open(cls, path: _PathLike, verify: bool = False, backend: Literal["mmap", "pread"] = "mmap") -> "Ragged":
+    def open(cls, path: _PathLike, verify: bool = False, backend: Literal["mmap", "pread"] = "mmap",
+             cache: Optional[_PathLike] = None, cache_limit: Union[int, str, None] = None) -> "Ragged":
         """Open a store for reading: a directory or a URL; ``verify`` as for
         :meth:`Dense.open`."""
     @classmethod
@@ -299,8 +301,20 @@ def write_dataset(
 ) -> "Dataset":
     """Write ``data`` as shards and commit them once; returns the dataset at that version."""
 
-def open_dataset(uri: _PathLike, version: Optional[int] = None, verify: bool = False) -> "Dataset":
-    """Open version ``version`` (default: the newest) of the dataset at ``uri``."""
+def open_dataset(
+    uri: _PathLike,
+    version: Optional[int] = None,
+    verify: bool = False,
+    cache: Optional[_PathLike] = None,
+    cache_limit: Union[int, str, None] = None,
+) -> "Dataset":
+    """Open version ``version`` (default: the newest) of the dataset at ``uri``
+    (through the node-local ``cache`` directory when given)."""
+
+def cache_stats() -> Dict[str, int]:
+    """What this process's node-local caches cost and saved so far: ``gets``
+    (requests sent), ``bytes_fetched``, ``hits``, ``misses``,
+    ``evicted_bytes``, ``read_through``."""
 
 class Dataset:
     """One committed version of a dataset: named columns, each read as one store."""

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from . import _arrow, _native
-from ._records import Dense, Ragged, _is_url
+from ._records import Dense, Ragged, _is_url, _size
 
 __all__ = ["Dataset", "ShardInfo", "commit", "open_dataset", "write_dataset", "write_shard"]
 
@@ -241,16 +241,16 @@ def write_dataset(uri, data, *, codec="zstd", rows_per_shard=None, mode="create"
     return open_dataset(uri, version=version)
 
 
-def open_dataset(uri, version=None, verify=False):
+def open_dataset(uri, version=None, verify=False, cache=None, cache_limit=None):
     """Open version ``version`` (default: the newest) of the dataset at
     ``uri`` (a directory, or an ``http(s)://``, ``s3://``, ``gs://`` or
-    ``az://`` prefix); ``verify`` as for ``Dense.open``."""
-    return Dataset._open(uri, version, verify)
+    ``az://`` prefix); ``verify``, ``cache`` and ``cache_limit`` as for ``Dense.open``."""
+    return Dataset._open(uri, version, verify, cache, cache_limit)
 
 
-def _open_column(uri, version, verify, name):
+def _open_column(uri, version, verify, name, cache=None, cache_limit=None):
     """Column ``name`` of ``uri``'s version ``version`` (a pickled column)."""
-    return open_dataset(uri, version, verify)[name]
+    return open_dataset(uri, version, verify, cache, cache_limit)[name]
 
 
 class Dataset:
@@ -270,10 +270,13 @@ class Dataset:
         raise TypeError("use zrecord.open_dataset(...)")
 
     @classmethod
-    def _open(cls, uri, version, verify):
+    def _open(cls, uri, version, verify, cache=None, cache_limit=None):
         self = cls.__new__(cls)
         self.uri = uri if _is_url(uri) else os.fsdecode(os.fspath(uri))
-        self._native = _native.NativeDataset.open(_target(uri), version, bool(verify))
+        self._cache = None if cache is None else os.fsdecode(os.fspath(cache))
+        self._cache_limit = _size(cache_limit)
+        self._native = _native.NativeDataset.open(_target(uri), version, bool(verify), self._cache,
+                                                  self._cache_limit)
         self._verify = bool(verify)
         self._columns = {}
         for name in self._native.columns:
@@ -282,7 +285,8 @@ class Dataset:
             reader = reader_cls.__new__(reader_cls)
             reader.path = f"{self.uri}[{name!r}]"
             reader._adopt(store, reader_cls is Dense)
-            reader._reopen = (_open_column, (self.uri, self.version, self._verify, name))
+            reader._reopen = (_open_column, (self.uri, self.version, self._verify, name, self._cache,
+                                             self._cache_limit))
             self._columns[name] = reader
         return self
 
@@ -362,7 +366,7 @@ class Dataset:
         return _arrow.to_arrow(self, indices, columns)
 
     def __reduce__(self):
-        return (open_dataset, (self.uri, self.version, self._verify))
+        return (open_dataset, (self.uri, self.version, self._verify, self._cache, self._cache_limit))
 
     def __repr__(self):
         return (f"Dataset({self.uri!r}, version={self.version}, {len(self)} records, "

@@ -103,6 +103,27 @@ def _explain_schema(message, dense):
     return message
 
 
+_UNITS = {"": 0, "b": 0, "k": 10, "kib": 10, "kb": 10, "m": 20, "mib": 20, "mb": 20,
+          "g": 30, "gib": 30, "gb": 30, "t": 40, "tib": 40, "tb": 40}
+
+
+def _size(value):
+    """Bytes from an int or a string such as ``"512MiB"`` (powers of 1024), or None."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        text = value.strip()
+        digits = len(text) - len(text.lstrip("0123456789."))
+        unit = text[digits:].strip().lower()
+        if not digits or unit not in _UNITS:
+            raise ValueError(f"{value!r}: not a size (e.g. 512MiB, 20GiB)")
+        value = int(float(text[:digits]) * (1 << _UNITS[unit]))
+    value = int(value)
+    if value < 0:
+        raise ValueError(f"a size cannot be negative: {value}")
+    return value
+
+
 class _Base:
     """Typed schema and lifecycle common to both geometries."""
 
@@ -111,16 +132,18 @@ class _Base:
             f"use {type(self).__name__}.open(...) or {type(self).__name__}.create(...)"
         )
 
-    def _open(self, path, dense, verify=False, backend="mmap"):
+    def _open(self, path, dense, verify=False, backend="mmap", cache=None, cache_limit=None):
         self._writable = False
         self._verify = bool(verify)
         if backend not in ("mmap", "pread"):
             raise ValueError(f"unknown backend {backend!r} (expected 'mmap' or 'pread')")
         self._backend = backend
+        self._cache = None if cache is None else os.fsdecode(os.fspath(cache))
+        self._cache_limit = _size(cache_limit)
         self.path = path if _is_url(path) else Path(path)
         name = path if _is_url(path) else os.fsdecode(os.fspath(path))
         try:
-            store = _native.NativeStore.open(name, verify, backend)
+            store = _native.NativeStore.open(name, verify, backend, self._cache, self._cache_limit)
         except ZrecordSchemaError as exc:
             raise ZrecordSchemaError(exc.code, _explain_schema(str(exc), dense)) from None
         except FileNotFoundError as exc:
@@ -307,7 +330,8 @@ class _Base:
             return reopen  # a dataset's column (see _dataset.py)
         path = self.path if isinstance(self.path, str) else os.fspath(self.path)
         # Every option of open() travels with it (a spawned worker checks too).
-        return (type(self).open, (path, getattr(self, "_verify", False), getattr(self, "_backend", "mmap")))
+        return (type(self).open, (path, getattr(self, "_verify", False), getattr(self, "_backend", "mmap"),
+                                  getattr(self, "_cache", None), getattr(self, "_cache_limit", None)))
 
     def __repr__(self):
         store = getattr(self, "_store", None)
@@ -342,7 +366,7 @@ class Dense(_Base):
     """
 
     @classmethod
-    def open(cls, path, verify=False, backend="mmap"):
+    def open(cls, path, verify=False, backend="mmap", cache=None, cache_limit=None):
         """Open an existing dense container for reading: a directory, or an
         ``http(s)://`` (any server that answers Range requests), ``s3://``,
         ``gs://`` or ``az://`` URL of one. With ``verify=True`` every record
@@ -351,9 +375,13 @@ class Dense(_Base):
         ``ZrecordError``, and an unsealed store does not open. ``backend``
         (a local store): ``"mmap"`` (the default: zero-copy while records are
         in memory, cold batches read with pread) or ``"pread"`` (no map, for
-        file systems where mapping is unwelcome)."""
+        file systems where mapping is unwelcome). ``cache`` (a remote store):
+        a directory that every process of the machine shares, where blocks
+        of the store are fetched once and then read from disk; it holds at
+        most ``cache_limit`` bytes (an int, or a string such as ``"20GiB"``;
+        docs/CACHE.md)."""
         self = cls.__new__(cls)
-        self._open(path, True, verify, backend)
+        self._open(path, True, verify, backend, cache, cache_limit)
         return self
 
     @classmethod
@@ -474,12 +502,12 @@ class Ragged(_Base):
     """
 
     @classmethod
-    def open(cls, path, verify=False, backend="mmap"):
+    def open(cls, path, verify=False, backend="mmap", cache=None, cache_limit=None):
         """Open an existing ragged container for reading: a directory, or an
         ``http(s)://``, ``s3://``, ``gs://`` or ``az://`` URL of one;
-        ``verify`` and ``backend`` as for :meth:`Dense.open`."""
+        ``verify``, ``backend``, ``cache`` and ``cache_limit`` as for :meth:`Dense.open`."""
         self = cls.__new__(cls)
-        self._open(path, False, verify, backend)
+        self._open(path, False, verify, backend, cache, cache_limit)
         return self
 
     @classmethod

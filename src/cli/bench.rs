@@ -31,6 +31,11 @@
 //! `requests_per_batch`, `bytes_per_batch` (null for a local store),
 //! `device_limit` and `percent_of_device` (null without `--cold`) and the
 //! settings.
+//!
+//! `--cache DIR` (remote stores, `--cache-limit`, `--cache-block`): read
+//! through the node-local cache (docs/CACHE.md); `requests_per_batch` and
+//! `bytes_per_batch` are then what the remote saw, `per_round[].cache` the
+//! cache's counters during the timed batches and `cache` over the whole run.
 
 use super::common::{parse_shard, size, CliResult, Ctx, Out};
 use super::records::{self, DatasetArgs, Target};
@@ -40,6 +45,7 @@ use std::time::{Duration, Instant};
 use zrecord::local::cache;
 use zrecord::location::Location;
 use zrecord::open::{AnyStore, Options};
+use zrecord::remote::CacheStats;
 use zrecord::training::sampler::{Mode, Sampler};
 use zrecord::{Backend, Batch, Records};
 
@@ -111,6 +117,8 @@ fn median(mut v: Vec<f64>) -> f64 {
 /// The settings of one run.
 struct Plan<'a> {
     a: &'a Args,
+    /// Remote reads go through a node-local cache.
+    cached: bool,
     warmup: u64,
     rounds: u64,
 }
@@ -129,6 +137,8 @@ struct Round {
     device_read: Option<u64>,
     /// Bytes the timed batches' records hold on disk, at the mean stored size.
     stored_read: f64,
+    /// What the cache did during the timed batches.
+    cache: CacheStats,
 }
 
 impl Round {
@@ -146,6 +156,7 @@ impl Round {
             "open_ms": self.open_ms,
             "device_read_bytes": self.device_read,
             "read_amplification": self.device_read.map(|b| b as f64 / self.stored_read),
+            "cache": cache_json(&self.cache),
         })
     }
 }
@@ -173,6 +184,7 @@ pub fn run(ctx: &Ctx, a: Args) -> CliResult {
     }
     let plan = Plan {
         a: &a,
+        cached: remote_target && a.dataset.cache.cache.is_some(),
         warmup: a.warmup.unwrap_or(if a.cold { 0 } else { 1 }),
         rounds: a.rounds.unwrap_or(if a.cold { 3 } else { 1 }),
     };
@@ -250,6 +262,10 @@ pub fn run(ctx: &Ctx, a: Args) -> CliResult {
         .map(|best| 100.0 * records_per_s / best);
     let total_batches = (plan.rounds * a.batches) as f64;
     let (requests, bytes) = match remote {
+        _ if plan.cached => (
+            Some(rounds.iter().map(|r| r.requests).sum::<u64>() as f64 / total_batches),
+            Some(rounds.iter().map(|r| r.bytes).sum::<u64>() as f64 / total_batches),
+        ),
         Some(_) => (
             Some(rounds.iter().map(|r| r.requests).sum::<u64>() as f64 / total_batches),
             Some(rounds.iter().map(|r| r.bytes).sum::<u64>() as f64 / total_batches),
@@ -292,6 +308,10 @@ pub fn run(ctx: &Ctx, a: Args) -> CliResult {
         "merge_gap": stats.map(|s| s.merge_gap),
         "latency_ms": stats.map(|s| s.latency_us as f64 / 1e3),
         "retries": stats.map(|s| s.retries),
+        "cache_dir": a.dataset.cache.cache.as_ref().map(|d| d.display().to_string()),
+        "cache_limit": a.dataset.cache.cache_limit,
+        // The whole run, open and warm-up included.
+        "cache": plan.cached.then(|| cache_json(&zrecord::remote::cache::stats())),
     });
     let mut out = Out::new();
     if a.json {
@@ -334,6 +354,7 @@ fn one_round(
         gather(records, &indices, &mut batch)?;
     }
     let stats0 = remote.map(|r| r.stats());
+    let cache0 = zrecord::remote::cache::stats();
     let read0 = cache::process_read_bytes();
     let mut times = Vec::new();
     let batches = usize::try_from(a.batches).unwrap_or(usize::MAX);
@@ -356,14 +377,45 @@ fn one_round(
         _ => None,
     };
     let stored_read = n_records as f64 * records.stored_bytes() as f64 / records.len() as f64;
+    let cache = cache_delta(cache0, zrecord::remote::cache::stats());
     let (requests, bytes) = match (remote, stats0) {
+        // Through a cache, what the remote saw.
+        _ if plan.cached => (cache.gets, cache.bytes_fetched),
         (Some(r), Some(s0)) => {
             let s = r.stats();
             (s.requests - s0.requests, s.bytes - s0.bytes)
         }
         _ => (0, 0),
     };
-    Ok(Round { times, secs, n_records, n_bytes, open_ms: 0.0, requests, bytes, device_read, stored_read })
+    Ok(Round {
+        times,
+        secs,
+        n_records,
+        n_bytes,
+        open_ms: 0.0,
+        requests,
+        bytes,
+        device_read,
+        stored_read,
+        cache,
+    })
+}
+
+/// What a cache did between two readings of its counters.
+fn cache_delta(a: CacheStats, b: CacheStats) -> CacheStats {
+    CacheStats {
+        gets: b.gets - a.gets,
+        bytes_fetched: b.bytes_fetched - a.bytes_fetched,
+        hits: b.hits - a.hits,
+        misses: b.misses - a.misses,
+        evicted_bytes: b.evicted_bytes - a.evicted_bytes,
+        read_through: b.read_through - a.read_through,
+    }
+}
+
+/// A cache's counters as JSON.
+fn cache_json(c: &CacheStats) -> Value {
+    Value::Object(c.fields().into_iter().map(|(k, v)| (k.to_string(), v.into())).collect())
 }
 
 /// The device's random-read limit on `data` (O_DIRECT reads of the store's
@@ -498,6 +550,20 @@ fn text(v: &Value) -> Vec<String> {
             size(v["merge_gap"].as_u64().unwrap_or(0)),
             f("latency_ms")
         ));
+        let c = &v["cache"];
+        if c.is_object() {
+            let n = |k: &str| c[k].as_u64().unwrap_or(0);
+            lines.push(format!(
+                "cache        {}: {} requests, {} fetched, {} hits, {} misses, {} evicted, {} read through (the whole run)",
+                v["cache_dir"].as_str().unwrap_or_default(),
+                n("gets"),
+                size(n("bytes_fetched")),
+                n("hits"),
+                n("misses"),
+                size(n("evicted_bytes")),
+                n("read_through"),
+            ));
+        }
         if v["retries"].as_u64().unwrap_or(0) > 0 {
             lines.push(format!("retries      {}", v["retries"]));
         }

@@ -296,3 +296,41 @@ pub fn tier_name(t: Tier) -> &'static str {
         Tier::Max => "max",
     }
 }
+
+/// A size in bytes: a number with an optional unit (`K`/`KiB`, `M`/`MiB`,
+/// `G`/`GiB`, `T`/`TiB`: powers of 1024; `B` or none: bytes).
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let shift = match unit.trim().to_ascii_lowercase().trim_end_matches("ib").trim_end_matches('b') {
+        "" => 0,
+        "k" => 10,
+        "m" => 20,
+        "g" => 30,
+        "t" => 40,
+        _ => return Err(format!("{s:?}: unknown unit (use B, KiB, MiB, GiB or TiB)")),
+    };
+    let n: f64 = num.parse().map_err(|_| format!("{s:?}: not a size (e.g. 512MiB, 20GiB)"))?;
+    let bytes = n * (1u64 << shift) as f64;
+    if !(bytes.is_finite() && bytes >= 0.0 && bytes < u64::MAX as f64) {
+        return Err(format!("{s:?}: out of range"));
+    }
+    Ok(bytes as u64)
+}
+
+#[cfg(test)]
+mod size_tests {
+    use super::parse_size;
+
+    #[test]
+    fn sizes_parse_with_binary_units() {
+        assert_eq!(parse_size("4096").unwrap(), 4096);
+        assert_eq!(parse_size("512MiB").unwrap(), 512 << 20);
+        assert_eq!(parse_size("1.5G").unwrap(), 3 << 29);
+        assert_eq!(parse_size("20 GiB").unwrap(), 20 << 30);
+        assert_eq!(parse_size("7b").unwrap(), 7);
+        assert!(parse_size("12 parsecs").is_err());
+        assert!(parse_size("").is_err());
+    }
+}

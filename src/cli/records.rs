@@ -103,6 +103,37 @@ pub struct DatasetArgs {
     /// A dataset's committed version to read (default: the newest).
     #[arg(long, value_name = "N")]
     pub version: Option<u64>,
+    #[command(flatten)]
+    pub cache: CacheArgs,
+}
+
+/// `--cache` and `--cache-limit`: read remote stores through a node-local
+/// cache shared by the machine's processes (docs/CACHE.md).
+#[derive(clap::Args, Debug, Default)]
+pub struct CacheArgs {
+    /// Read a remote store (or dataset) through this cache directory, shared
+    /// by every process of the machine: blocks fetched once, then read from disk.
+    #[arg(long, value_name = "DIR")]
+    pub cache: Option<PathBuf>,
+    /// Most the cache directory may hold (e.g. 512MiB, 20GiB) [default: no limit].
+    #[arg(long, value_name = "SIZE", value_parser = super::common::parse_size, requires = "cache")]
+    pub cache_limit: Option<u64>,
+    /// Bytes fetched per request into the cache [default: 4MiB].
+    #[arg(long, value_name = "SIZE", value_parser = super::common::parse_size, requires = "cache")]
+    pub cache_block: Option<u64>,
+}
+
+impl CacheArgs {
+    /// `opts` reading through the cache named, if any.
+    pub fn apply(&self, mut opts: Options) -> Options {
+        opts.cache = self.cache.as_ref().map(|dir| {
+            let mut c =
+                zrecord::remote::cache::CacheOptions::new(dir).limit(self.cache_limit.unwrap_or(u64::MAX));
+            c.block = self.cache_block.unwrap_or(c.block);
+            c
+        });
+        opts
+    }
 }
 
 /// Open what `arg` names, a store or a dataset: a local directory is a
@@ -114,6 +145,7 @@ pub fn open_target(arg: &Path, d: &DatasetArgs) -> CliResult<Target> {
 
 /// [`open_target`] with the options stores (and a dataset's shards) open with.
 pub fn open_target_with(arg: &Path, d: &DatasetArgs, opts: &Options) -> CliResult<Target> {
+    let opts = &d.cache.apply(opts.clone());
     let ds_opts = DatasetOptions { version: d.version, open: opts.clone() };
     let as_dataset = |target: &str| -> zrecord::Result<Target> {
         Ok(Target::Dataset(Dataset::open_with(target, &ds_opts)?))

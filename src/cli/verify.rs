@@ -120,6 +120,12 @@ pub struct Verified {
 }
 
 pub fn run(ctx: &Ctx, a: Args) -> CliResult {
+    if a.dataset.cache.cache.is_some() {
+        // A check of what the remote holds must read the remote.
+        return Err(
+            "verify checks the bytes the remote holds: --cache is for the commands that read records".into(),
+        );
+    }
     if is_dataset(&a.store, &a.dataset)? {
         return super::verify_dataset::run(ctx, &a.store, &a.dataset, a.json);
     }

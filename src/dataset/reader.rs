@@ -106,12 +106,13 @@ impl Dataset {
         let name = root.name();
         let manifest = Arc::new(block_on(super::remote::load_manifest(&root, options.version))?);
         let concat = Arc::new(Concat::new(&name, manifest));
-        let open: Arc<Opener> = Arc::new(open);
+        let cache = options.open.clone();
+        let open: Arc<Opener> = Arc::new(Box::new(move |path| crate::open::cached(open(path)?, &cache)));
         let columns = (0..concat.manifest.columns.len())
             .map(|i| {
                 let open = open.clone();
                 let opener: Opener = Box::new(move |path| open(path));
-                BlockingColumn::new(concat.clone(), i, options.open.remote.clone(), opener)
+                BlockingColumn::new(concat.clone(), i, options.open.remote_options(), opener)
                     .map(Column::Remote)
             })
             .collect::<Result<_>>()?;

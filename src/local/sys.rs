@@ -57,6 +57,12 @@ cfg_if::cfg_if! {
             meta.ino()
         }
 
+        /// Whether the file still has a name (an open file that was
+        /// removed has none, and holds its space until it is closed).
+        pub fn is_linked(meta: &Metadata) -> bool {
+            meta.nlink() > 0
+        }
+
         /// Start reading `len` bytes of `file` at `offset` into the page
         /// cache and return at once (`POSIX_FADV_WILLNEED`: the kernel
         /// queues the reads); best effort. Measured on this VM's disk,
@@ -187,6 +193,11 @@ cfg_if::cfg_if! {
         /// No inode number here: ETags use size and time alone.
         pub fn inode(_meta: &Metadata) -> u64 {
             0
+        }
+
+        /// No link counts here: an open file is taken to be named.
+        pub fn is_linked(_meta: &Metadata) -> bool {
+            true
         }
 
         /// No read-ahead hint here.

@@ -103,4 +103,7 @@ impl Records for BlockingStore {
     fn sizes(&self) -> Result<FileSizes> {
         Ok(FileSizes { data: self.data_size()?, ..self.info().sizes })
     }
+    fn prefetch(&self, indices: &[u64]) -> Result<u64> {
+        block_on(self.inner.prefetch(indices))
+    }
 }

@@ -34,7 +34,7 @@ mod transport;
 
 pub use exec::{block_on, cancellable};
 pub use http::{network_hint as cors_hint, HttpError, HttpGet, HttpRanges, HttpRequest, HttpResponse, Retry};
-pub use options::{RemoteOptions, RemoteSizes, RemoteStats};
+pub use options::{CacheStats, RemoteOptions, RemoteSizes, RemoteStats};
 pub use pages::LOC_PAGE;
 pub use store::RemoteStore;
 pub use transport::{LocalBoxFuture, RangeRead, Ranged, ReadRequest};
@@ -42,6 +42,7 @@ pub use transport::{LocalBoxFuture, RangeRead, Ranged, ReadRequest};
 cfg_if::cfg_if! {
     if #[cfg(feature = "http")] {
         mod blocking;
+        pub mod cache;
         mod client;
         pub mod runtime;
         pub use blocking::{AnyTransport, BlockingStore};

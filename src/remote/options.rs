@@ -112,3 +112,37 @@ pub struct RemoteSizes {
     /// `dict.zr` for `zstd_dict` stores.
     pub dict: Option<u64>,
 }
+
+/// What a node-local cache (`remote::cache`, native) has cost and saved:
+/// counted per process, over every cache directory it reads through.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CacheStats {
+    /// Requests sent to the remote: blocks, reads through, and one small
+    /// read per file and process that learns the file's version.
+    pub gets: u64,
+    /// Bytes those requests received.
+    pub bytes_fetched: u64,
+    /// Block reads served from the cache directory.
+    pub hits: u64,
+    /// Blocks that were not there (fetched, or read through).
+    pub misses: u64,
+    /// Bytes of blocks this process removed to stay under the limit.
+    pub evicted_bytes: u64,
+    /// Reads served straight from the remote because no block could be
+    /// kept (the limit is smaller than a block, or taken by downloads).
+    pub read_through: u64,
+}
+
+impl CacheStats {
+    /// Each counter by name, for reports (JSON, Python dicts).
+    pub fn fields(&self) -> [(&'static str, u64); 6] {
+        [
+            ("gets", self.gets),
+            ("bytes_fetched", self.bytes_fetched),
+            ("hits", self.hits),
+            ("misses", self.misses),
+            ("evicted_bytes", self.evicted_bytes),
+            ("read_through", self.read_through),
+        ]
+    }
+}

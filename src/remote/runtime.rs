@@ -74,6 +74,16 @@ where
     Task(handle().spawn(future))
 }
 
+/// Run blocking `work` (waiting on a file lock, on another task) on the
+/// runtime's blocking threads, awaited from any executor.
+pub fn spawn_blocking<T, F>(work: F) -> Task<T>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    Task(handle().spawn_blocking(work))
+}
+
 /// Wait `duration` on the runtime's timer.
 pub async fn sleep(duration: Duration) {
     spawn(async move { tokio::time::sleep(duration).await }).await;

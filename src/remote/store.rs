@@ -380,6 +380,23 @@ impl<T: RangeRead> RemoteStore<T> {
         Ok(stored)
     }
 
+    /// Bring the stored bytes of `indices` close ahead of their gather (a
+    /// node-local cache's blocks, see [`RangeRead::prefetch`]); the bytes
+    /// that fetched. Costs the location pages a gather would read.
+    ///
+    /// # Errors
+    /// `IndexOutOfRange`, and the read errors of [`RemoteStore::open`].
+    pub async fn prefetch(&self, indices: &[u64]) -> Result<u64> {
+        self.info().check_indices(indices)?;
+        let ranges = self
+            .locate(indices)
+            .await?
+            .iter()
+            .map(|l| l.offset..l.offset.saturating_add(u64::from(l.phys_length)))
+            .collect();
+        self.files.transport.prefetch(StoreFile::Data, ranges).await
+    }
+
     /// Validated locations of records `start .. start + count` (for viewers).
     ///
     /// # Errors

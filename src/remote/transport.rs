@@ -96,6 +96,17 @@ pub trait RangeRead {
         None
     }
 
+    /// Bring `ranges` of `file` close ahead of their reads (a node-local
+    /// cache's blocks) and answer how many bytes that fetched; the default,
+    /// for transports with nothing to bring close, does nothing.
+    ///
+    /// # Errors
+    /// As [`RangeRead::read`].
+    fn prefetch(&self, file: StoreFile, ranges: Vec<Range<u64>>) -> LocalBoxFuture<'_, Result<u64>> {
+        let _ = (file, ranges);
+        Box::pin(async { Ok(0) })
+    }
+
     /// Read `range` of the file at `path` (`/`-separated, relative to the
     /// directory this transport reads): a dataset's manifest beside its
     /// shards. Transports that only know a store's own files refuse.
@@ -133,6 +144,9 @@ macro_rules! forward_range_read {
             }
             fn read_path(&self, path: &str, range: Range<u64>) -> LocalBoxFuture<'_, Result<Ranged>> {
                 (**self).read_path(path, range)
+            }
+            fn prefetch(&self, file: StoreFile, ranges: Vec<Range<u64>>) -> LocalBoxFuture<'_, Result<u64>> {
+                (**self).prefetch(file, ranges)
             }
         }
     };

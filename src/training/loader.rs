@@ -62,13 +62,19 @@ use std::cell::Cell;
 use std::collections::VecDeque;
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, Weak};
 use std::thread::JoinHandle;
+use std::time::Duration;
 
 /// The stream name carried by [`Error::Loader`] when the transform failed
 /// (returned an error or panicked) rather than a stream's gather.
 pub const TRANSFORM_STREAM: &str = "<transform>";
+
+/// Steps past the prefetch window whose records the loader brings close by default.
+pub const LOOKAHEAD_STEPS: u64 = 8;
+/// Most bytes the look-ahead fetches for steps not yet delivered, by default.
+pub const LOOKAHEAD_BYTES: u64 = 1 << 30;
 
 /// What the transform is: it runs on the worker threads.
 type TransformFn<T> = dyn Fn(Gathered) -> Result<T> + Send + Sync;
@@ -246,6 +252,16 @@ struct Shared<T> {
     transform: Arc<TransformFn<T>>,
     pool: Arc<Pool>,
     prefetch: u64,
+    /// Steps past the workers' window whose records the look-ahead thread
+    /// brings close ([`Records::prefetch`]), and the most bytes it may have
+    /// fetched for steps not yet delivered.
+    lookahead: u64,
+    lookahead_bytes: u64,
+    /// The look-ahead thread waits here (never on `room`, whose single
+    /// wake-ups are the workers').
+    ahead: Condvar,
+    /// Bytes the look-ahead has fetched so far.
+    fetched_ahead: AtomicU64,
     /// This loader's state at step 0.
     identity: LoaderState,
 }
@@ -501,6 +517,81 @@ fn worker<T>(shared: &Shared<T>) {
     }
 }
 
+/// The look-ahead thread: the sampler is a pure function of the step, so
+/// the records of the steps after the workers' window are known exactly;
+/// their bytes are brought close ([`Records::prefetch`]: a node-local
+/// cache's blocks) before a worker gathers them, within the byte budget.
+/// Failures are left for the gather to report.
+fn lookahead<T>(shared: &Shared<T>) {
+    let (mut draw, mut generation) = {
+        let st = shared.lock();
+        (st.draw.clone(), st.generation)
+    };
+    let mut b =
+        Buffers { indices: Vec::new(), sources: Vec::new(), batches: Vec::new(), parts: Parts::default() };
+    // (step, bytes fetched for it), for steps not yet delivered.
+    let mut window: VecDeque<(u64, u64)> = VecDeque::new();
+    loop {
+        {
+            let mut st = shared.lock();
+            loop {
+                if st.stop || st.failed {
+                    return;
+                }
+                if st.generation != generation {
+                    (draw, generation) = (st.draw.clone(), st.generation);
+                    window.clear();
+                }
+                // Steps the workers have claimed are theirs to read.
+                if draw.step() < st.draw.step() {
+                    draw.seek(st.draw.step());
+                }
+                while window.front().is_some_and(|&(step, _)| step < st.delivered) {
+                    window.pop_front();
+                }
+                let ahead = draw.step().wrapping_sub(st.delivered);
+                let bytes: u64 = window.iter().map(|w| w.1).sum();
+                if ahead < shared.prefetch + shared.lookahead && bytes < shared.lookahead_bytes {
+                    break;
+                }
+                st = shared
+                    .ahead
+                    .wait_timeout(st, Duration::from_millis(50))
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .0;
+            }
+        }
+        let step = draw.step();
+        if draw.fill(&mut b).is_err() {
+            return; // the workers meet and report the same failure
+        }
+        let mut fetched = 0u64;
+        for (k, row) in shared.sources.iter().enumerate() {
+            let picked: Vec<u64>;
+            let indices = if b.sources.is_empty() {
+                &b.indices
+            } else {
+                picked = b
+                    .sources
+                    .iter()
+                    .zip(&b.indices)
+                    .filter(|(s, _)| **s as usize == k)
+                    .map(|(_, &i)| i)
+                    .collect();
+                &picked
+            };
+            if indices.is_empty() {
+                continue;
+            }
+            for store in row {
+                fetched = fetched.saturating_add(store.prefetch(indices).unwrap_or(0));
+            }
+        }
+        shared.fetched_ahead.fetch_add(fetched, Ordering::Relaxed);
+        window.push_back((step, fetched));
+    }
+}
+
 /// The error a caught panic on a worker thread becomes.
 fn panicked(payload: &(dyn std::any::Any + Send)) -> Error {
     let msg = payload
@@ -589,6 +680,7 @@ impl Loader {
             shard: (0, 1),
             workers: 2,
             prefetch: None,
+            lookahead: (LOOKAHEAD_STEPS, LOOKAHEAD_BYTES),
             seek: 0,
             mix: Mix::default(),
             transform: Arc::new(Ok),
@@ -609,6 +701,11 @@ impl<T> Loader<T> {
     /// [`Error::Cancelled`] on every later call.
     pub fn next_batch(&mut self) -> Result<T> {
         self.next().unwrap_or(Err(Error::Cancelled))
+    }
+
+    /// Bytes the look-ahead has fetched so far (see [`LoaderBuilder::lookahead`]).
+    pub fn fetched_ahead(&self) -> u64 {
+        self.shared.fetched_ahead.load(Ordering::Relaxed)
     }
 
     /// The step of the batch the next call returns: save it in a checkpoint
@@ -764,6 +861,7 @@ impl<T> Loader<T> {
             self.step = st.delivered;
             drop(st);
             shared.room.notify_one();
+            shared.ahead.notify_all();
         } else {
             st.stop = true;
             self.finished = true;
@@ -787,6 +885,7 @@ impl<T> Loader<T> {
         };
         self.shared.room.notify_all();
         self.shared.ready.notify_all();
+        self.shared.ahead.notify_all();
         drop(pending); // outside the lock: dropping a Gathered takes the pool lock
         for thread in self.threads.drain(..) {
             // Workers catch panics in gathers and transforms; a join error
@@ -876,6 +975,7 @@ pub struct LoaderBuilder<T = Gathered> {
     shard: (u64, u64),
     workers: usize,
     prefetch: Option<usize>,
+    lookahead: (u64, u64),
     seek: u64,
     mix: Mix,
     transform: Arc<TransformFn<T>>,
@@ -956,6 +1056,15 @@ impl<T: Send + 'static> LoaderBuilder<T> {
         self.prefetch = Some(prefetch);
         self
     }
+    /// Bring the records of the next `steps` steps after the prefetch
+    /// window close before they are gathered ([`Records::prefetch`]: a
+    /// remote store read through a node-local cache fetches their blocks),
+    /// fetching at most `bytes` for steps not yet delivered (default 8
+    /// steps, 1 GiB; 0 steps: no look-ahead thread).
+    pub fn lookahead(mut self, steps: u64, bytes: u64) -> Self {
+        self.lookahead = (steps, bytes);
+        self
+    }
     /// Start at `step` (a value of [`Loader::step`] saved in a checkpoint).
     pub fn seek(mut self, step: u64) -> Self {
         self.seek = step;
@@ -977,6 +1086,7 @@ impl<T: Send + 'static> LoaderBuilder<T> {
             shard: self.shard,
             workers: self.workers,
             prefetch: self.prefetch,
+            lookahead: self.lookahead,
             seek: self.seek,
             mix: self.mix,
             transform: Arc::new(f),
@@ -1144,6 +1254,10 @@ impl<T: Send + 'static> LoaderBuilder<T> {
                 allocated: AtomicUsize::new(0),
             }),
             prefetch: prefetch as u64,
+            lookahead: self.lookahead.0,
+            lookahead_bytes: self.lookahead.1,
+            ahead: Condvar::new(),
+            fetched_ahead: AtomicU64::new(0),
             identity,
         });
         let mut loader = Loader {
@@ -1167,6 +1281,16 @@ impl<T: Send + 'static> LoaderBuilder<T> {
                     loader.shared.lock().live -= self.workers - i;
                     return Err(Error::io("loader worker", "spawn thread", e)); // drop joins the others
                 }
+            }
+        }
+        if self.lookahead.0 > 0 {
+            let shared = Arc::clone(&loader.shared);
+            let spawned = std::thread::Builder::new()
+                .name("zrecord-lookahead".into())
+                .spawn(move || lookahead(&shared));
+            // Without it the loader still works: gathers fetch what they need.
+            if let Ok(thread) = spawned {
+                loader.threads.push(thread);
             }
         }
         Ok(loader)

@@ -27,6 +27,8 @@ struct Shared {
     slow_down: AtomicU64,
     files: Mutex<HashMap<PathBuf, Arc<Vec<u8>>>>,
     counts: Counts,
+    /// Every request: its path and `Range` header.
+    log: Mutex<Vec<(String, Option<String>)>>,
 }
 
 /// A running server; stopped when dropped.
@@ -57,6 +59,7 @@ impl LatencyServer {
             slow_down: AtomicU64::new(slow_down),
             files: Mutex::default(),
             counts: Counts::default(),
+            log: Mutex::default(),
         });
         let listener = runtime.block_on(TcpListener::bind("127.0.0.1:0")).unwrap();
         let port = listener.local_addr().unwrap().port();
@@ -83,6 +86,16 @@ impl LatencyServer {
     /// The most requests ever waiting at once.
     pub fn peak_in_flight(&self) -> usize {
         self.shared.counts.peak.load(Ordering::Relaxed)
+    }
+
+    /// Every request so far: its path and `Range` header.
+    pub fn log(&self) -> Vec<(String, Option<String>)> {
+        self.shared.log.lock().unwrap().clone()
+    }
+
+    /// Forget the files read so far, so replaced files are read again.
+    pub fn forget_files(&self) {
+        self.shared.files.lock().unwrap().clear();
     }
 
     /// Forget the peak (e.g. after a warm-up).
@@ -153,6 +166,7 @@ async fn serve_connection(mut conn: TcpStream, shared: Arc<Shared>) {
 
         let c = &shared.counts;
         c.requests.fetch_add(1, Ordering::Relaxed);
+        shared.log.lock().unwrap().push((path.to_string(), range.clone()));
         let now = c.in_flight.fetch_add(1, Ordering::Relaxed) + 1;
         c.peak.fetch_max(now, Ordering::Relaxed);
         tokio::time::sleep(shared.delay).await;
