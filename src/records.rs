@@ -49,6 +49,9 @@ macro_rules! forward_records {
             fn prefetch(&self, indices: &[u64]) -> $crate::Result<u64> {
                 self.records().prefetch(indices)
             }
+            fn prefetches(&self) -> bool {
+                self.records().prefetches()
+            }
         }
     };
 }
@@ -167,6 +170,13 @@ pub trait Records: Send + Sync + std::fmt::Debug {
     fn prefetch(&self, indices: &[u64]) -> Result<u64> {
         let _ = indices;
         Ok(0)
+    }
+
+    /// Whether [`Records::prefetch`] brings anything close: the loader
+    /// runs its look-ahead thread (which draws every step a second time)
+    /// only for streams that answer yes.
+    fn prefetches(&self) -> bool {
+        false
     }
 
     /// The name errors give the store (its path or URL).

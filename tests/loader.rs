@@ -458,3 +458,24 @@ fn bad_settings_are_config_errors() {
     assert!(config(builder(&s).stream(TRANSFORM_STREAM, Arc::clone(&s.label))).contains("reserved"));
     assert!(config(builder(&s).shard(0, 3)).contains("3"));
 }
+
+/// Threads of this process named `name` (Linux: `/proc/self/task/*/comm`).
+fn threads_named(name: &str) -> usize {
+    let tasks = std::fs::read_dir("/proc/self/task").expect("/proc/self/task");
+    tasks
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+        .filter(|comm| comm.trim_end() == name)
+        .count()
+}
+
+/// Local stores have nothing to bring close ahead of a gather: no thread
+/// draws the future steps a second time (that costs a mixture's loader as
+/// much as its own draw).
+#[test]
+fn local_stores_get_no_look_ahead_thread() {
+    let s = stores(1000);
+    let mut loader = builder(&s).build().unwrap();
+    loader.next_batch().unwrap();
+    assert!(!s.image.prefetches());
+    assert_eq!(threads_named("zrecord-lookahe"), 0, "a look-ahead thread over local stores");
+}

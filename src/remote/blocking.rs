@@ -106,4 +106,7 @@ impl Records for BlockingStore {
     fn prefetch(&self, indices: &[u64]) -> Result<u64> {
         block_on(self.inner.prefetch(indices))
     }
+    fn prefetches(&self) -> bool {
+        self.inner.transport().prefetches()
+    }
 }

@@ -256,6 +256,9 @@ impl RangeRead for CachedSource {
             runtime::spawn_blocking(move || shared.warm(file, &ranges)).await.unwrap_or(Err(Error::Cancelled))
         })
     }
+    fn prefetches(&self) -> bool {
+        true
+    }
     /// Not cached: a dataset's manifest changes with every commit.
     fn read_path(&self, path: &str, range: Range<u64>) -> LocalBoxFuture<'_, Result<Ranged>> {
         self.shared.inner.read_path(path, range)

@@ -107,6 +107,12 @@ pub trait RangeRead {
         Box::pin(async { Ok(0) })
     }
 
+    /// Whether [`RangeRead::prefetch`] brings anything close: a loader
+    /// spends a thread drawing its future steps only for readers that do.
+    fn prefetches(&self) -> bool {
+        false
+    }
+
     /// Read `range` of the file at `path` (`/`-separated, relative to the
     /// directory this transport reads): a dataset's manifest beside its
     /// shards. Transports that only know a store's own files refuse.
@@ -147,6 +153,9 @@ macro_rules! forward_range_read {
             }
             fn prefetch(&self, file: StoreFile, ranges: Vec<Range<u64>>) -> LocalBoxFuture<'_, Result<u64>> {
                 (**self).prefetch(file, ranges)
+            }
+            fn prefetches(&self) -> bool {
+                (**self).prefetches()
             }
         }
     };

@@ -1060,7 +1060,8 @@ impl<T: Send + 'static> LoaderBuilder<T> {
     /// window close before they are gathered ([`Records::prefetch`]: a
     /// remote store read through a node-local cache fetches their blocks),
     /// fetching at most `bytes` for steps not yet delivered (default 8
-    /// steps, 1 GiB; 0 steps: no look-ahead thread).
+    /// steps, 1 GiB; 0 steps, or no stream that [`Records::prefetches`]:
+    /// no look-ahead thread).
     pub fn lookahead(mut self, steps: u64, bytes: u64) -> Self {
         self.lookahead = (steps, bytes);
         self
@@ -1283,7 +1284,8 @@ impl<T: Send + 'static> LoaderBuilder<T> {
                 }
             }
         }
-        if self.lookahead.0 > 0 {
+        let prefetches = loader.shared.sources.iter().flatten().any(|s| s.prefetches());
+        if self.lookahead.0 > 0 && prefetches {
             let shared = Arc::clone(&loader.shared);
             let spawned = std::thread::Builder::new()
                 .name("zrecord-lookahead".into())
