@@ -118,6 +118,16 @@ def test_a_failed_task_leaves_the_dataset_as_it_was(local_ray, tmp_path):
     assert leftover and sorted(p.split("/")[-1] for p in zrecord.gc(uri, 0)) == leftover
 
 
+def test_read_tasks_cut_at_shard_boundaries_or_within_a_big_shard():
+    # Shards of 100: cuts near a boundary move to it; none is lost or doubled.
+    assert zray._cuts(1_000, 4, list(range(0, 1_001, 100))) == [0, 200, 500, 700, 1_000]
+    # One shard of 1,000: cut within it, equally.
+    assert zray._cuts(1_000, 4, [0, 1_000]) == [0, 250, 500, 750, 1_000]
+    # Many small shards: every range starts on a boundary.
+    bounds = list(range(0, 1_001, 10))
+    assert all(c in bounds for c in zray._cuts(1_000, 7, bounds))
+
+
 def test_read_dataset_in_order_and_streaming_split_covers_it(local_ray, tmp_path, monkeypatch):
     uri = tmp_path / "ds"
     zrecord.write_dataset(uri, {"id": np.arange(1_000), "tokens": [np.arange(1 + i % 5) for i in range(1_000)]},

@@ -9,7 +9,9 @@ whose read tasks each gather a range of records. Importing this module
 imports Ray; ``import zrecord`` alone never does.
 """
 
+import bisect
 import functools
+import itertools
 
 import numpy as np
 import ray.data
@@ -106,18 +108,19 @@ class _Source(Datasource):
         self.columns = ds.columns if columns is None else list(columns)
         first = ds.gather([0], self.columns) if len(ds) else {}
         self.row_bytes = sum(_nbytes(v) for v in first.values())
+        self.bounds = list(itertools.accumulate((n for _, n in ds.shards), initial=0))
 
     def estimate_inmemory_data_size(self):
         """The first record's bytes times the records."""
         return self.row_bytes * self.length
 
     def get_read_tasks(self, parallelism, per_task_row_limit=None, data_context=None):
-        """Equal ranges of records, in dataset order (a range may lie within
-        one shard or span several), of at least ``TASK_BYTES`` each."""
+        """Ranges of records in dataset order, of at least ``TASK_BYTES``
+        each, cut at shard boundaries (see ``_cuts``)."""
         # No task smaller than TASK_BYTES: each one opens the dataset, and
         # Ray's default parallelism (hundreds) would spend more on tasks than reads.
         k = max(1, min(parallelism, self.length, -(-self.row_bytes * self.length // TASK_BYTES)))
-        cuts = [self.length * i // k for i in range(k + 1)]
+        cuts = _cuts(self.length, k, self.bounds)
         tasks = []
         for start, stop in zip(cuts, cuts[1:]):
             meta = BlockMetadata(num_rows=stop - start, size_bytes=self.row_bytes * (stop - start),
@@ -126,6 +129,23 @@ class _Source(Datasource):
             read = functools.partial(_read, self.uri, self.version, self.columns, start, stop, rows)
             tasks.append(ReadTask(read, meta, per_task_row_limit=per_task_row_limit))
         return tasks
+
+
+def _cuts(length, k, bounds):
+    """``k + 1`` increasing cuts of ``0..length`` into ranges of about
+    ``length / k`` records: each equal cut moved to the nearest shard
+    boundary within a quarter of a range (a task then reads whole shards),
+    else left where it is (within a shard bigger than that)."""
+    cuts = [0]
+    for i in range(1, k):
+        cut = length * i // k
+        near = bisect.bisect_left(bounds, cut)
+        best = min(bounds[max(0, near - 1):near + 1], key=lambda b: abs(b - cut), default=cut)
+        if abs(best - cut) * 4 * k <= length:
+            cut = best
+        if cuts[-1] < cut < length:
+            cuts.append(cut)
+    return cuts + [length]
 
 
 def _nbytes(v):
@@ -166,7 +186,8 @@ def _read(uri, version, columns, start, stop, rows):
 def read_dataset(uri, columns=None, version=None, **read_args):
     """Version ``version`` (default: the newest) of the dataset at ``uri``
     as a ``ray.data.Dataset`` of ``columns`` (default: all): read tasks of
-    equal ranges of records, rows in dataset order (Ray keeps that order
+    about equal ranges of records cut at shard boundaries (or within a big
+    shard), rows in dataset order (Ray keeps that order
     when ``DataContext.execution_options.preserve_order`` is set, or with
     ``streaming_split(..., equal=True)`` per split). ``read_args``
     (``override_num_blocks``, ``runtime_env``, ``concurrency``, ...) go to
