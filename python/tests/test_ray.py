@@ -85,8 +85,8 @@ def test_sink_writes_8_blocks_as_one_version_and_reads_back_in_order(local_ray, 
 
 
 def test_sink_from_a_parquet_file(local_ray, tmp_path):
-    table = mixed_table(20_000, seed=1).drop_columns(["img"])
-    pq.write_table(table, tmp_path / "in.parquet", row_group_size=2_500)
+    table = mixed_table(N, seed=1).drop_columns(["img"])
+    pq.write_table(table, tmp_path / "in.parquet", row_group_size=12_500)
     uri = str(tmp_path / "ds")
     ray.data.read_parquet(str(tmp_path / "in.parquet")).write_datasink(zray.DatasetSink(uri))
     assert zrecord.open_dataset(uri).to_arrow().equals(table)
