@@ -498,6 +498,11 @@ impl Shared {
         let len = range.end - range.start;
         let Some((tmp, tmp_path)) = self.reserve(&path, len + TRAILER)? else {
             drop(held);
+            if within.is_empty() {
+                // A prefetch, with no room to keep the block: nothing to
+                // read (a request is never for an empty range).
+                return Ok(Vec::new());
+            }
             bump(&COUNTERS.read_through, 1);
             let r = range.start + within.start..range.start + within.end;
             let got = self.fetch(ReadRequest { file, range: r, if_version: Some(v.etag.clone()) })?;
