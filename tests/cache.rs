@@ -429,3 +429,128 @@ fn bad_cache_settings_are_refused_by_name() {
     std::fs::write(&cache, b"not a directory").unwrap();
     assert!(run(&[]).contains("create the cache directory"), "{}", run(&[]));
 }
+
+/// One file in memory that, as the transports do, refuses an empty range
+/// (`ReadRequest::range` is never empty: object_store calls `0..0` an
+/// invalid range, HTTP's `bytes=0-{end - 1}` underflows), and counts reads.
+struct Strict(Vec<u8>, Arc<AtomicU64>);
+
+impl zrecord::remote::RangeRead for Strict {
+    fn read(
+        &self,
+        req: zrecord::remote::ReadRequest,
+    ) -> zrecord::remote::LocalBoxFuture<'_, zrecord::Result<zrecord::remote::Ranged>> {
+        self.1.fetch_add(1, Ordering::Relaxed);
+        let total = self.0.len() as u64;
+        let got = if req.range.is_empty() {
+            Err(zrecord::Error::Remote {
+                url: "strict:".into(),
+                why: format!("an empty range {:?}", req.range),
+            })
+        } else {
+            let (a, b) = (req.range.start.min(total) as usize, req.range.end.min(total) as usize);
+            Ok(zrecord::remote::Ranged { bytes: self.0[a..b].to_vec(), total, version: Some("v1".into()) })
+        };
+        Box::pin(async move { got })
+    }
+    fn locate(&self, file: zrecord::format::StoreFile) -> String {
+        format!("strict:{file}")
+    }
+    fn name(&self) -> String {
+        "strict:".into()
+    }
+}
+
+#[test]
+fn a_prefetch_that_cannot_keep_a_block_sends_no_request() {
+    use zrecord::remote::cache::{CacheOptions, CachedSource};
+    use zrecord::remote::RangeRead;
+    let dir = tempfile::tempdir().unwrap();
+    let reads = Arc::new(AtomicU64::new(0));
+    let bytes: Vec<u8> = (0..8192u32).map(|i| (i * 13) as u8).collect();
+    // A limit below one block: every block is read through.
+    let options = CacheOptions { block: 4096, ..CacheOptions::new(dir.path()) }.limit(1000);
+    let source = CachedSource::new(Box::new(Strict(bytes.clone(), reads.clone())), options).unwrap();
+    let file = zrecord::format::StoreFile::Data;
+    let ahead = zrecord::remote::block_on(source.prefetch(file, vec![10..20, 5000..5001]));
+    assert_eq!(ahead.unwrap(), 0, "nothing can be kept, so nothing is fetched ahead");
+    assert_eq!(reads.load(Ordering::Relaxed), 1, "only the version read");
+    // A read still reads through, right.
+    let req = zrecord::remote::ReadRequest { file, range: 4090..4100, if_version: None };
+    let got = zrecord::remote::block_on(source.read(req)).unwrap();
+    assert_eq!(got.bytes, &bytes[4090..4100]);
+}
+
+/// A file in memory whose first block read forks a child process, as a
+/// Python DataLoader forks its workers while the parent reads: the child
+/// holds copies of every descriptor the parent has open, the cache's locks
+/// included, until it exits.
+struct ForksOnFetch(Vec<u8>, Arc<std::sync::Mutex<Option<i32>>>);
+
+impl zrecord::remote::RangeRead for ForksOnFetch {
+    fn read(
+        &self,
+        req: zrecord::remote::ReadRequest,
+    ) -> zrecord::remote::LocalBoxFuture<'_, zrecord::Result<zrecord::remote::Ranged>> {
+        let mut child = self.1.lock().unwrap();
+        if req.range.end - req.range.start > 1 && child.is_none() {
+            // SAFETY: the child only sleeps and exits (async-signal-safe).
+            let pid = unsafe { libc::fork() };
+            if pid == 0 {
+                unsafe {
+                    libc::sleep(30);
+                    libc::_exit(0);
+                }
+            }
+            *child = Some(pid);
+        }
+        let total = self.0.len() as u64;
+        let (a, b) = (req.range.start.min(total) as usize, req.range.end.min(total) as usize);
+        let got = zrecord::remote::Ranged { bytes: self.0[a..b].to_vec(), total, version: Some("v1".into()) };
+        Box::pin(async move { Ok(got) })
+    }
+    fn locate(&self, file: zrecord::format::StoreFile) -> String {
+        format!("forks:{file}")
+    }
+    fn name(&self) -> String {
+        "forks:".into()
+    }
+}
+
+#[test]
+fn a_process_forked_during_a_download_holds_no_cache_lock() {
+    use zrecord::remote::cache::{CacheOptions, CachedSource};
+    use zrecord::remote::RangeRead;
+    let dir = tempfile::tempdir().unwrap();
+    let bytes: Vec<u8> = (0..8192u32).map(|i| (i * 29) as u8).collect();
+    let child = Arc::new(std::sync::Mutex::new(None));
+    let up = ForksOnFetch(bytes.clone(), child.clone());
+    let source =
+        CachedSource::new(Box::new(up), CacheOptions { block: 4096, ..CacheOptions::new(dir.path()) })
+            .unwrap();
+    let req = zrecord::remote::ReadRequest {
+        file: zrecord::format::StoreFile::Data,
+        range: 10..20,
+        if_version: None,
+    };
+    let got = zrecord::remote::block_on(source.read(req)).unwrap();
+    assert_eq!(got.bytes, &bytes[10..20]);
+    // The download is done: every lock file and block is free, though the
+    // forked child still has them open.
+    let mut held = Vec::new();
+    for sub in ["locks", "blocks", ""] {
+        for e in std::fs::read_dir(dir.path().join(sub)).unwrap() {
+            let path = e.unwrap().path();
+            if path.is_file() && std::fs::File::open(&path).unwrap().try_lock().is_err() {
+                held.push(path);
+            }
+        }
+    }
+    let pid = child.lock().unwrap().expect("a child was forked");
+    // SAFETY: our own child, killed and reaped.
+    unsafe {
+        libc::kill(pid, libc::SIGKILL);
+        libc::waitpid(pid, std::ptr::null_mut(), 0);
+    }
+    assert!(held.is_empty(), "still locked after the download, by the forked child: {held:?}");
+}

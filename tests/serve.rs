@@ -747,7 +747,7 @@ fn proxy_pins_each_file_and_bounds_every_read() {
     assert_eq!(r.body, meta[10..20]);
     assert!(r.has("Content-Range", &format!("bytes 10-19/{}", meta.len())), "{r:?}");
     assert!(r.has("ETag", "\"v1\""), "{r:?}");
-    assert_cors(&r);
+    assert_eq!(r.header("Access-Control-Allow-Origin"), None, "{r:?}");
     // Whole (it is small), HEAD, past the end, missing, a failed If-Match.
     assert_eq!(get(&server, "/s/meta.zr", &[]).body, meta);
     let h = Conn::open(server.addr()).req("HEAD", "/s/meta.zr", &[]);
@@ -790,4 +790,36 @@ fn proxy_bounds_reads_in_flight() {
     }
     let peak = up.peak.load(std::sync::atomic::Ordering::SeqCst);
     assert!(peak > 1 && peak <= serve::PROXY_IN_FLIGHT, "{peak} reads at once");
+}
+
+/// The proxy reads with the process's credentials: another origin (any page
+/// open in the browser, `fetch("http://127.0.0.1:8750/data.zr")`) must not
+/// read its answers. The viewer is served by the same server, same-origin,
+/// and needs no CORS; the served folder's own files keep it.
+#[test]
+fn proxied_files_are_not_readable_from_other_origins() {
+    let up = std::sync::Arc::new(Upstream::default());
+    up.files.lock().unwrap().insert("remote/meta.zr".into(), (vec![1u8; 64], "\"p1\"".into()));
+    let mut cfg = ServeConfig::new(FIXTURES);
+    cfg.proxy = Some(("remote".into(), up.clone() as std::sync::Arc<dyn serve::Upstream>));
+    let server = serve::start(cfg).unwrap();
+    let from_elsewhere = [("Origin", "https://evil.example"), ("Range", "bytes=0-9")];
+    for r in [
+        get(&server, "/remote/meta.zr", &from_elsewhere),
+        get(&server, "/remote/meta.zr", &[("Origin", "https://evil.example")]),
+        get(&server, "/remote/none", &from_elsewhere),
+        Conn::open(server.addr()).req("HEAD", "/remote/meta.zr", &[("Origin", "https://evil.example")]),
+    ] {
+        assert!(r.status < 500, "{r:?}");
+        assert_eq!(
+            r.header("Access-Control-Allow-Origin"),
+            None,
+            "a proxied answer readable from any origin: {r:?}"
+        );
+        assert_eq!(r.header("Access-Control-Expose-Headers"), None, "{r:?}");
+    }
+    // The folder's own files are still readable from any page.
+    let r = get(&server, "/dense-u8-img-raw/meta.zr", &from_elsewhere);
+    assert_eq!(r.status, 206, "{r:?}");
+    assert_cors(&r);
 }

@@ -265,6 +265,25 @@ impl RangeRead for CachedSource {
     }
 }
 
+/// An open file this process holds an exclusive `flock` on, unlocked
+/// explicitly when dropped: a `flock` belongs to the open file description,
+/// which a child forked meanwhile (a Python DataLoader's worker) shares
+/// until it exits, so closing our descriptor alone would leave it held.
+struct Flock(File);
+
+impl Flock {
+    fn lock(file: File) -> std::io::Result<Flock> {
+        file.lock()?;
+        Ok(Flock(file))
+    }
+}
+
+impl Drop for Flock {
+    fn drop(&mut self) {
+        let _ = self.0.unlock();
+    }
+}
+
 /// Block `index` of a file of `total` bytes, as a byte range.
 fn block_range(index: u64, block: u64, total: u64) -> Range<u64> {
     let start = index.saturating_mul(block).min(total);
@@ -487,7 +506,7 @@ impl Shared {
             .write(true)
             .open(&stripe)
             .map_err(|e| Error::io(&stripe, "open a cache lock", e))?;
-        held.lock().map_err(|e| Error::io(&stripe, "lock a cache lock", e))?;
+        let held = Flock::lock(held).map_err(|e| Error::io(&stripe, "lock a cache lock", e))?;
         // Whoever held the lock may have fetched it.
         if let Some(bytes) = self.read_block(file, v, index, within.clone())? {
             bump(&COUNTERS.hits, 1);
@@ -498,6 +517,11 @@ impl Shared {
         let len = range.end - range.start;
         let Some((tmp, tmp_path)) = self.reserve(&path, len + TRAILER)? else {
             drop(held);
+            if within.is_empty() {
+                // A prefetch, with no room to keep the block: nothing to
+                // read (a request is never for an empty range).
+                return Ok(Vec::new());
+            }
             bump(&COUNTERS.read_through, 1);
             let r = range.start + within.start..range.start + within.end;
             let got = self.fetch(ReadRequest { file, range: r, if_version: Some(v.etag.clone()) })?;
@@ -515,15 +539,15 @@ impl Shared {
         let mut trailer = [0u8; TRAILER as usize];
         trailer[..8].copy_from_slice(MAGIC);
         trailer[8..].copy_from_slice(&crate::codec::checksum::hash64(&got.bytes).to_le_bytes());
-        let written = crate::local::sys::write_all_at(&tmp, &got.bytes, 0)
-            .and_then(|()| crate::local::sys::write_all_at(&tmp, &trailer, len))
+        let written = crate::local::sys::write_all_at(&tmp.0, &got.bytes, 0)
+            .and_then(|()| crate::local::sys::write_all_at(&tmp.0, &trailer, len))
             .and_then(|()| std::fs::rename(&tmp_path, &path));
         if written.is_err() {
             // A full disk or a vanished directory: serve the bytes, keep nothing.
             let _ = std::fs::remove_file(&tmp_path);
             bump(&COUNTERS.read_through, 1);
         } else {
-            let meta = tmp.metadata().map_err(|e| Error::io(&path, "stat a cached block", e))?;
+            let meta = tmp.0.metadata().map_err(|e| Error::io(&path, "stat a cached block", e))?;
             lock(&self.checked).insert((path, crate::local::sys::inode(&meta)));
         }
         drop(tmp);
@@ -557,7 +581,7 @@ impl Shared {
     /// Room for `need` more bytes: a locked temporary file of that size next
     /// to `block`, made under the directory's lock after evicting the least
     /// recently used blocks; `None` when the limit cannot make room.
-    fn reserve(&self, block: &Path, need: u64) -> Result<Option<(File, PathBuf)>> {
+    fn reserve(&self, block: &Path, need: u64) -> Result<Option<(Flock, PathBuf)>> {
         if need > self.options.limit {
             return Ok(None);
         }
@@ -569,7 +593,7 @@ impl Shared {
             .write(true)
             .open(dir_lock)
             .map_err(io("open the cache's lock"))?;
-        guard.lock().map_err(io("lock the cache"))?;
+        let guard = Flock::lock(guard).map_err(io("lock the cache"))?;
         let mut used = 0u64;
         let mut blocks: Vec<(SystemTime, u64, PathBuf)> = Vec::new();
         let entries =
@@ -584,6 +608,7 @@ impl Shared {
                 if let Ok(f) = File::open(&path) {
                     if f.try_lock().is_ok() {
                         let _ = std::fs::remove_file(&path);
+                        let _ = f.unlock();
                         continue;
                     }
                 }
@@ -615,8 +640,8 @@ impl Shared {
             .write(true)
             .open(&tmp_path)
             .map_err(io("create a cache block"))?;
-        tmp.lock().map_err(io("lock a cache block"))?;
-        tmp.set_len(need).map_err(io("size a cache block"))?;
+        let tmp = Flock::lock(tmp).map_err(io("lock a cache block"))?;
+        tmp.0.set_len(need).map_err(io("size a cache block"))?;
         drop(guard);
         Ok(Some((tmp, tmp_path)))
     }

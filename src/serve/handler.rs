@@ -104,7 +104,9 @@ async fn route(site: &Arc<Site>, req: &Parts) -> Resp {
         return text(StatusCode::NOT_FOUND);
     }
     if let Some((proxy, path)) = site.proxy.as_ref().and_then(|p| Some((p, p.below(url.relative())?))) {
-        return proxy.respond(req, path).await;
+        let mut r = proxy.respond(req, path).await;
+        r.extensions_mut().insert(Proxied);
+        return r;
     }
     match site.files.open(&site.root, url.relative()) {
         Ok(f) => serve_file(req, f.file, &f.meta, &f.path),
@@ -136,7 +138,8 @@ fn head_bytes(req: &Parts) -> usize {
 }
 
 /// Headers on every response we make: cross-origin reads of any store from
-/// any page (the viewer may be hosted elsewhere), and no content sniffing.
+/// any page (the viewer may be hosted elsewhere), and no content sniffing;
+/// the proxy's answers get no CORS headers (`Proxied`).
 /// (Built at compile time: no name or value is parsed per request.)
 pub(crate) const COMMON_HEADERS: [(HeaderName, HeaderValue); 4] = [
     (header::ACCESS_CONTROL_ALLOW_ORIGIN, HeaderValue::from_static("*")),
@@ -148,10 +151,20 @@ pub(crate) const COMMON_HEADERS: [(HeaderName, HeaderValue); 4] = [
     (header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff")),
 ];
 
+/// Marks an answer of the proxy: read with the process's credentials, it
+/// is for the viewer this server serves (same-origin), not for any page.
+#[derive(Clone, Copy)]
+struct Proxied;
+
 fn common_headers(resp: &mut Resp) {
+    // Any page open in the browser could otherwise read a private bucket
+    // through `zrecord view`'s server; `nosniff` stays.
+    let cors = resp.extensions().get::<Proxied>().is_none();
     let h = resp.headers_mut();
     for (name, value) in COMMON_HEADERS {
-        h.insert(name, value);
+        if cors || name == header::X_CONTENT_TYPE_OPTIONS {
+            h.insert(name, value);
+        }
     }
 }
 

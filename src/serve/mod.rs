@@ -2,7 +2,8 @@
 //!
 //! Serves a directory of stores over HTTP/1.1 so the remote reader and the
 //! web viewer can read them exactly as they would from S3 or nginx: single
-//! byte ranges, strong ETags, CORS on every response, no compression.
+//! byte ranges, strong ETags, CORS on every response but the proxy's, no
+//! compression.
 //! HTTP/1.1 itself is hyper's, on a multi-threaded tokio runtime the server
 //! owns (one worker per core); what is served, and how, is decided in
 //! `handler.rs`.

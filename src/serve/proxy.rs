@@ -15,6 +15,9 @@
 //!   only for a file that small.
 //! - **Bounded memory and requests in flight**: at most [`IN_FLIGHT`] upstream
 //!   reads at once (others wait), each holding at most [`MAX_RANGE`] bytes.
+//! - **For this server's viewer only**: its answers carry no CORS headers
+//!   (`handler.rs`), so no other page open in the browser can read the
+//!   bucket through it; the viewer is served from the same origin.
 
 use std::collections::HashMap;
 use std::ops::Range;
