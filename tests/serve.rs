@@ -74,7 +74,11 @@ impl Conn {
     }
 
     fn req(&mut self, method: &str, path: &str, headers: &[(&str, &str)]) -> Resp {
-        let mut s = format!("{method} {path} HTTP/1.1\r\nHost: test\r\n");
+        // A browser's Host: the address it connected to, unless the test names one.
+        let mut s = format!("{method} {path} HTTP/1.1\r\n");
+        if !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("host")) {
+            s.push_str("Host: 127.0.0.1\r\n");
+        }
         for (n, v) in headers {
             s.push_str(&format!("{n}: {v}\r\n"));
         }
@@ -704,6 +708,7 @@ struct Upstream {
     longest: std::sync::atomic::AtomicU64,
     now: std::sync::atomic::AtomicUsize,
     peak: std::sync::atomic::AtomicUsize,
+    reads: std::sync::atomic::AtomicUsize,
     delay: Duration,
 }
 
@@ -711,6 +716,7 @@ impl serve::Upstream for Upstream {
     fn read(&self, path: &str, range: std::ops::Range<u64>) -> zrecord::Result<zrecord::remote::Ranged> {
         use std::sync::atomic::Ordering::SeqCst;
         let now = self.now.fetch_add(1, SeqCst) + 1;
+        self.reads.fetch_add(1, SeqCst);
         self.peak.fetch_max(now, SeqCst);
         self.longest.fetch_max(range.end - range.start, SeqCst);
         std::thread::sleep(self.delay);
@@ -822,4 +828,43 @@ fn proxied_files_are_not_readable_from_other_origins() {
     let r = get(&server, "/dense-u8-img-raw/meta.zr", &from_elsewhere);
     assert_eq!(r.status, 206, "{r:?}");
     assert_cors(&r);
+}
+
+/// A page whose host name was made to resolve to this machine (DNS
+/// rebinding) is same-origin with the server: proxied files answer only
+/// at an IP address or `localhost`, where such a page's requests never
+/// arrive (they carry its own name as `Host`).
+#[test]
+fn proxied_files_answer_only_at_an_address_or_localhost() {
+    let up = std::sync::Arc::new(Upstream::default());
+    up.files.lock().unwrap().insert("meta.zr".into(), (vec![1u8; 64], "\"p1\"".into()));
+    let mut cfg = ServeConfig::new(FIXTURES);
+    cfg.proxy = Some(("remote".into(), up.clone() as std::sync::Arc<dyn serve::Upstream>));
+    let server = serve::start(cfg).unwrap();
+    let port = server.addr().port();
+    for host in [
+        format!("127.0.0.1:{port}"),
+        format!("localhost:{port}"),
+        format!("[::1]:{port}"),
+        "LOCALHOST".into(),
+    ] {
+        let r = get(&server, "/remote/meta.zr", &[("Host", &host)]);
+        assert_eq!((r.status, r.body.len()), (200, 64), "Host {host}: {r:?}");
+    }
+    let reads = up.reads.load(std::sync::atomic::Ordering::SeqCst);
+    for host in
+        [format!("rebound.example:{port}"), "rebound.example".into(), format!("127.0.0.1.nip.io:{port}")]
+    {
+        let r = get(&server, "/remote/meta.zr", &[("Host", &host)]);
+        assert_eq!(r.status, 421, "Host {host}: {r:?}");
+        assert!(String::from_utf8_lossy(&r.body).contains("DNS rebinding"), "{r:?}");
+    }
+    assert_eq!(
+        up.reads.load(std::sync::atomic::Ordering::SeqCst),
+        reads,
+        "a refused request reached the bucket"
+    );
+    // The folder's own files answer under any name, as before.
+    let r = get(&server, "/dense-u8-img-raw/meta.zr", &[("Host", "files.example")]);
+    assert_eq!(r.status, 200, "{r:?}");
 }

@@ -43,6 +43,28 @@ const ALLOW: &str = "GET, HEAD, OPTIONS";
 
 type Resp = Response<Body>;
 
+/// Why a proxied file is refused under a host name: see [`addressed_directly`].
+const NOT_BY_NAME: &str =
+    "zrecord view answers files it reads with your credentials only at an IP address or \
+     localhost (http://127.0.0.1:PORT/), never under a host name: a page whose name was made to resolve here \
+     (DNS rebinding) would otherwise read your bucket.\n";
+
+/// Whether the request's `Host` is an IP address or `localhost`. The
+/// proxy reads with the process's credentials; a page of another site
+/// whose name is made to resolve to this machine (DNS rebinding) is then
+/// same-origin with the server and would read the bucket through it, but
+/// its requests carry its own name as `Host`. (No `Host`: not a browser.)
+fn addressed_directly(req: &Parts) -> bool {
+    let Some(host) = req.headers.get(header::HOST).and_then(|h| h.to_str().ok()) else {
+        return req.headers.get(header::HOST).is_none();
+    };
+    let name = match host.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or(""),
+        None => host.rsplit_once(':').map_or(host, |(name, _port)| name),
+    };
+    name.eq_ignore_ascii_case("localhost") || name.parse::<std::net::IpAddr>().is_ok()
+}
+
 /// Answer one request (its body, if any, is never read).
 pub(crate) async fn respond(site: Arc<Site>, req: &Parts) -> Resp {
     let oversized = head_bytes(req) > MAX_HEAD_BYTES;
@@ -104,6 +126,9 @@ async fn route(site: &Arc<Site>, req: &Parts) -> Resp {
         return text(StatusCode::NOT_FOUND);
     }
     if let Some((proxy, path)) = site.proxy.as_ref().and_then(|p| Some((p, p.below(url.relative())?))) {
+        if !addressed_directly(req) {
+            return text_with(StatusCode::MISDIRECTED_REQUEST, NOT_BY_NAME);
+        }
         let mut r = proxy.respond(req, path).await;
         r.extensions_mut().insert(Proxied);
         return r;
@@ -176,7 +201,12 @@ fn status(code: StatusCode) -> Resp {
 
 /// A short `text/plain` answer naming the status (`404 Not Found`).
 pub(crate) fn text(code: StatusCode) -> Resp {
-    let msg = format!("{} {}\n", code.as_u16(), code.canonical_reason().unwrap_or(""));
+    text_with(code, "")
+}
+
+/// [`text`] followed by `why`.
+fn text_with(code: StatusCode, why: &str) -> Resp {
+    let msg = format!("{} {}\n{why}", code.as_u16(), code.canonical_reason().unwrap_or(""));
     let mut r = Response::new(Body::bytes(msg));
     *r.status_mut() = code;
     r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));

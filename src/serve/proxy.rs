@@ -3,12 +3,13 @@
 //! reads the bytes upstream with the process's own credentials. The
 //! credentials never reach the browser.
 //!
-//! What the proxy guarantees, whatever the upstream:
+//! What the proxy guarantees:
 //!
 //! - **One version per file while the server runs.** The first answer for a
 //!   path pins its size and version (ETag); an answer with another one is
 //!   refused with `412` (the reader's "store changed" error), never passed
-//!   on, so a file replaced upstream never mixes its bytes with the old ones.
+//!   on, so a file replaced upstream never mixes its bytes with the old ones
+//!   (an HTTP upstream without ETags is pinned by size alone).
 //!   The browser sees the pinned ETag, so its own checks hold too.
 //! - **No whole-file download**: every upstream read is one ranged GET of at
 //!   most [`MAX_RANGE`] bytes; a request without `Range` is answered whole
@@ -17,7 +18,9 @@
 //!   reads at once (others wait), each holding at most [`MAX_RANGE`] bytes.
 //! - **For this server's viewer only**: its answers carry no CORS headers
 //!   (`handler.rs`), so no other page open in the browser can read the
-//!   bucket through it; the viewer is served from the same origin.
+//!   bucket through it; the viewer is served from the same origin. They
+//!   answer only at an IP address or `localhost`, never under a host name
+//!   (DNS rebinding: `handler.rs`, `addressed_directly`).
 
 use std::collections::HashMap;
 use std::ops::Range;
