@@ -425,6 +425,12 @@ fn bad_cache_settings_are_refused_by_name() {
     };
     assert!(run(&["--cache-block", "1TiB"]).contains("block size"), "{}", run(&["--cache-block", "1TiB"]));
     assert!(run(&["--cache-limit", "12 parsecs"]).contains("unknown unit"));
+    // A cache directory others may write to: they could plant blocks.
+    std::fs::create_dir_all(cache.join("blocks")).unwrap();
+    std::fs::set_permissions(cache.join("blocks"), std::os::unix::fs::PermissionsExt::from_mode(0o777))
+        .unwrap();
+    assert!(run(&[]).contains("another user"), "{}", run(&[]));
+    std::fs::remove_dir_all(&cache).unwrap();
     // A cache directory that is a file.
     std::fs::write(&cache, b"not a directory").unwrap();
     assert!(run(&[]).contains("create the cache directory"), "{}", run(&[]));

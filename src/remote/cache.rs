@@ -192,7 +192,8 @@ impl CachedSource {
     ///
     /// # Errors
     /// `Io` when the cache directory cannot be made; `InvalidArgument` for
-    /// a block size of zero or above [`CacheOptions::MAX_BLOCK`].
+    /// a block size of zero or above [`CacheOptions::MAX_BLOCK`], and for a
+    /// cache directory another user owns or may write to.
     pub fn new(inner: AnyTransport, options: CacheOptions) -> Result<CachedSource> {
         if options.block == 0 || options.block > CacheOptions::MAX_BLOCK {
             return Err(Error::InvalidArgument {
@@ -208,6 +209,7 @@ impl CachedSource {
         let locks = options.dir.join("locks");
         for d in [&blocks, &locks] {
             std::fs::create_dir_all(d).map_err(|e| Error::io(d, "create the cache directory", e))?;
+            check_owner(d)?;
         }
         let shared = Shared {
             inner,
@@ -282,6 +284,28 @@ impl Drop for Flock {
     fn drop(&mut self) {
         let _ = self.0.unlock();
     }
+}
+
+/// Refuse a cache directory another user can write to: a block's trailer
+/// is a checksum, not a key, and its name follows from the URL, ETag and
+/// size, so whoever can write there could plant blocks readers would trust
+/// (another user who made `/tmp/…/blocks` first, say).
+fn check_owner(dir: &std::path::Path) -> Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(dir).map_err(|e| Error::io(dir, "read the cache directory", e))?;
+    let me = rustix::process::geteuid().as_raw();
+    if meta.uid() == me && meta.mode() & 0o022 == 0 {
+        return Ok(());
+    }
+    Err(Error::InvalidArgument {
+        store: dir.display().to_string(),
+        why: format!(
+            "this cache directory belongs to user {} with mode {:o} (this process runs as user {me}): another user \
+             could plant blocks in it; give --cache a directory of your own that only you can write",
+            meta.uid(),
+            meta.mode() & 0o7777
+        ),
+    })
 }
 
 /// Block `index` of a file of `total` bytes, as a byte range.
