@@ -23,7 +23,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use zrecord::local::writer::{CreateOptions, Writer};
-use zrecord::Codec;
+use zrecord::{Codec, Records};
 
 const DELAY: Duration = Duration::from_millis(20);
 const MIB: u64 = 1 << 20;
@@ -344,23 +344,80 @@ fn four_processes_read_a_bucket_through_one_cache() {
 /// and no others, before a worker gathers them.
 #[test]
 fn the_loader_fetches_exactly_the_blocks_of_its_next_steps() {
-    use zrecord::remote::cache::CacheOptions;
-    use zrecord::training::loader::Loader;
-    use zrecord::training::sampler::{Mode, Sampler};
-    use zrecord::Records;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s");
     write_store(&path, 20_000, 512, Codec::Zstd, 29);
     let local = zrecord::Store::open(&path).unwrap();
+    let data = local.info().sizes.data;
     let server = LatencyServer::start(dir.path(), DELAY);
     let cache = dir.path().join("cache");
-    let block = 64u64 << 10;
-    let options = zrecord::open::Options {
-        cache: Some(CacheOptions { block, ..CacheOptions::new(&cache) }),
-        ..Default::default()
-    };
-    let remote = zrecord::open_with(server.url("s/"), &options).unwrap();
-    let (batch, seed, lookahead) = (8, 5, 4);
+    let remote = zrecord::open_with(server.url("s/"), &cached(&cache)).unwrap();
+    lookahead_fetches_exactly(remote, &local, &cache, |i| (data, local.loc(i).unwrap()));
+}
+
+/// The same over a dataset's column: the look-ahead fans out to the shards
+/// its next steps touch.
+#[test]
+fn a_dataset_column_fetches_exactly_the_blocks_of_its_next_steps() {
+    use zrecord::dataset::writer::ColumnDef;
+    use zrecord::dataset::{commit, CommitMode, Dataset, DatasetOptions, ShardWriter};
+    use zrecord::format::schema::Geometry;
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("ds");
+    let mut infos = Vec::new();
+    // Shards of different lengths, so their data.zr sizes tell them apart.
+    for (k, n) in [4_000usize, 5_000, 5_500, 6_000].into_iter().enumerate() {
+        let scratch = dir.path().join(format!("rows{k}"));
+        write_store(&scratch, n, 512, Codec::Raw, 40 + k as u64);
+        let rows = zrecord::Store::open(&scratch).unwrap().gather(&(0..n as u64).collect::<Vec<_>>()).unwrap();
+        let column = ColumnDef {
+            name: "s".into(),
+            dtype: "|u1".into(),
+            geometry: Geometry::Dense { item_shape: vec![512] },
+            options: zrecord::CreateOptions::codec(Codec::Zstd),
+        };
+        let mut w = ShardWriter::create(&root, vec![column]).unwrap();
+        w.column("s").unwrap().append(rows.bytes()).unwrap();
+        infos.push(w.finish().unwrap());
+    }
+    commit(root.to_str().unwrap(), &infos, CommitMode::Create).unwrap();
+    let local = Dataset::open(root.to_str().unwrap()).unwrap();
+    let zrecord::dataset::Column::Local(column) = local.column("s").unwrap() else { panic!("local") };
+    let shards: Vec<_> = (0..infos.len()).map(|k| column.shard(k).unwrap()).collect();
+    let sizes: std::collections::BTreeSet<u64> = shards.iter().map(|s| s.info().sizes.data).collect();
+    assert_eq!(sizes.len(), shards.len(), "shards of distinct sizes");
+    let server = LatencyServer::start(dir.path(), DELAY);
+    let cache = dir.path().join("cache");
+    let options = DatasetOptions { open: cached(&cache), ..Default::default() };
+    let remote = Dataset::open_with(&server.url("ds/"), &options).unwrap();
+    let stream = remote.stream("s").unwrap().clone();
+    lookahead_fetches_exactly(stream, local.column("s").unwrap(), &cache, |i| {
+        let (k, start) = local.shard_of(i).unwrap();
+        (shards[k].info().sizes.data, shards[k].loc(i - start).unwrap())
+    });
+}
+
+const LOOKAHEAD_BLOCK: u64 = 64 << 10;
+
+fn cached(cache: &Path) -> zrecord::open::Options {
+    use zrecord::remote::cache::CacheOptions;
+    let cache = CacheOptions { block: LOOKAHEAD_BLOCK, ..CacheOptions::new(cache) };
+    zrecord::open::Options { cache: Some(cache), ..Default::default() }
+}
+
+/// A loader over `remote` (batches of 8, one worker, prefetch 1, look-ahead
+/// 4): once it has delivered step 0, the cache holds exactly the data blocks
+/// of steps 0 to 5, as `local` and `place(i)` (record `i`'s `data.zr` size
+/// and location) compute them; then its batches equal `local`'s.
+fn lookahead_fetches_exactly(
+    remote: impl zrecord::training::loader::IntoStream,
+    local: &dyn zrecord::Records,
+    cache: &Path,
+    place: impl Fn(u64) -> (u64, zrecord::format::RecordLoc),
+) {
+    use zrecord::training::loader::Loader;
+    use zrecord::training::sampler::{Mode, Sampler};
+    let (batch, seed, lookahead, block) = (8, 5, 4, LOOKAHEAD_BLOCK);
     let mut loader = Loader::builder()
         .stream("s", remote)
         .batch_size(batch)
@@ -375,24 +432,26 @@ fn the_loader_fetches_exactly_the_blocks_of_its_next_steps() {
     assert_eq!(first.dense("s").unwrap().bytes(), local.gather(first.indices()).unwrap().bytes());
     // Delivered: step 0. Workers: step 1. Look-ahead: steps 2 to 1 + 1 + 4 - 1.
     let mut sampler = Sampler::new(local.len(), batch, Mode::Iid, seed).unwrap();
-    let mut expected = std::collections::BTreeSet::new();
+    let (mut expected, mut sizes) = (std::collections::BTreeSet::new(), std::collections::BTreeSet::new());
     for _ in 0..=(1 + lookahead) {
         for i in sampler.next_batch() {
-            let loc = local.loc(i).unwrap();
+            let (data, loc) = place(i);
             let last = loc.offset + u64::from(loc.phys_length) - 1;
-            expected.extend(loc.offset / block..=last / block);
+            expected.extend((loc.offset / block..=last / block).map(|b| (data, b)));
+            sizes.insert(data);
         }
     }
-    let data = std::fs::metadata(path.join("data.zr")).unwrap().len();
-    let data_blocks = || -> std::collections::BTreeSet<u64> {
-        cache_files(&cache)
+    // Blocks of data.zr files: named ...-SIZE-INDEX.blk.
+    let data_blocks = || -> std::collections::BTreeSet<(u64, u64)> {
+        cache_files(cache)
             .0
             .iter()
             .filter_map(|p| {
                 let name = p.file_stem()?.to_str()?.to_string();
                 let mut parts = name.rsplit('-');
                 let index: u64 = parts.next()?.parse().ok()?;
-                (parts.next()?.parse::<u64>().ok()? == data).then_some(index)
+                let size = parts.next()?.parse::<u64>().ok()?;
+                sizes.contains(&size).then_some((size, index))
             })
             .collect()
     };

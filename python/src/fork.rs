@@ -52,43 +52,9 @@ impl Reopen {
         Ok(match self {
             Reopen::Store(url, options) => Arc::new(zrecord::open::remote(url, options)?),
             Reopen::Column { target, options, column } => {
-                Arc::new(DatasetColumn { ds: Arc::new(Dataset::open_with(target, options)?), index: *column })
+                Dataset::open_with(target, options)?.columns()[*column].clone()
             }
         })
-    }
-}
-
-/// Column `index` of a shared open dataset, as a store of its own.
-#[derive(Debug)]
-pub struct DatasetColumn {
-    ds: Arc<Dataset>,
-    index: usize,
-}
-
-impl DatasetColumn {
-    fn column(&self) -> &Column {
-        &self.ds.columns()[self.index]
-    }
-}
-
-impl Records for DatasetColumn {
-    fn core(&self) -> &StoreCore {
-        self.column().core()
-    }
-    fn raw_locs(&self, indices: &[u64]) -> Result<Vec<RecordLoc>> {
-        self.column().raw_locs(indices)
-    }
-    fn gather_into(&self, indices: &[u64], out: &mut [u8]) -> Result<()> {
-        self.column().gather_into(indices, out)
-    }
-    fn gather_dense_batch(&self, indices: &[u64], batch: &mut DenseBatch) -> Result<()> {
-        self.column().gather_dense_batch(indices, batch)
-    }
-    fn gather_ragged_into(&self, indices: &[u64], batch: &mut RaggedBatch) -> Result<()> {
-        self.column().gather_ragged_into(indices, batch)
-    }
-    fn prefetch(&self, indices: &[u64]) -> Result<u64> {
-        self.column().prefetch(indices)
     }
 }
 
@@ -106,9 +72,10 @@ impl ForkSafe {
     /// Column `index` of `ds`, opened from `target` with `options` (whose
     /// version must be the one `ds` read, so a child reads the same records).
     pub fn column(ds: Arc<Dataset>, index: usize, target: &str, options: DatasetOptions) -> Self {
-        let remote = !matches!(ds.columns()[index], Column::Local(_));
+        let column = ds.columns()[index].clone();
+        let remote = !matches!(*column, Column::Local(_));
         let reopen = remote.then(|| Reopen::Column { target: target.to_string(), options, column: index });
-        ForkSafe::new(Arc::new(DatasetColumn { ds, index }), reopen)
+        ForkSafe::new(column, reopen)
     }
 
     fn new(inner: Arc<dyn Records>, reopen: Option<Reopen>) -> Self {
@@ -179,6 +146,9 @@ impl Records for ForkSafe {
     fn prefetch(&self, indices: &[u64]) -> Result<u64> {
         let store = self.current()?;
         store.prefetch(indices)
+    }
+    fn prefetches(&self) -> bool {
+        self.inner.prefetches()
     }
     fn name(&self) -> &str {
         self.inner.name()

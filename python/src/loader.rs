@@ -274,6 +274,13 @@ impl NativeLoader {
         self.loader.lock().unwrap_or_else(PoisonError::into_inner).as_ref().map(|l| l.step())
     }
 
+    /// Bytes the look-ahead has fetched ahead of the gathers (a node-local
+    /// cache's blocks for the coming steps; 0 for local stores).
+    #[getter]
+    fn fetched_ahead(&self) -> u64 {
+        self.loader.lock().unwrap_or_else(PoisonError::into_inner).as_ref().map_or(0, |l| l.fetched_ahead())
+    }
+
     /// The loader's state (as JSON text) with the consumer at `step`.
     fn state_json(&self, py: Python<'_>, step: u64) -> PyResult<String> {
         let guard = self.loader.lock().unwrap_or_else(PoisonError::into_inner);

@@ -6,6 +6,7 @@ pickling; zrecord.cache_stats() counts requests, bytes, hits, misses."""
 import multiprocessing as mp
 import os
 import pickle
+import time
 
 import numpy as np
 import pytest
@@ -104,3 +105,40 @@ def test_bad_cache_settings_are_refused(served, tmp_path):
         Dense.open(f"{url}/images/", cache=tmp_path, cache_limit="12 parsecs")
     with pytest.raises(ValueError):
         Dense.open(f"{url}/images/", cache=tmp_path, cache_limit=-1)
+
+
+@pytest.mark.parametrize("kind", ["store", "dataset"])
+def test_the_loader_fetches_the_coming_steps_into_the_cache(kind, tmp_path):
+    """The DataLoader knows its next steps (the sampler is a pure function of
+    the step): over a cached store or dataset column, its look-ahead fetches
+    blocks that no worker has reached. Sequential batches of 256 records of
+    4 KiB, one 4 MiB block every 4 steps; the consumer takes one batch, so
+    the workers stay within block 0 while the look-ahead (8 steps past the
+    window) reaches blocks 1 and 2."""
+    rows = np.random.default_rng(5).integers(0, 255, (12_288, 4096), dtype=np.uint8)
+    root = tmp_path / "served"
+    if kind == "store":
+        with Dense.create(root / "s", np.uint8, (4096,), codec="raw") as w:
+            w.append(rows)
+    else:
+        zrecord.write_dataset(root / "s", {"x": rows}, codec="raw", rows_per_shard=6_144)
+    server = RangeServer(root)
+    try:
+        cache = tmp_path / "cache"
+        if kind == "store":
+            reader = Dense.open(f"{server.url}/s/", cache=cache)
+        else:
+            reader = zrecord.open_dataset(f"{server.url}/s/", cache=cache)["x"]
+        with zrecord.DataLoader({"x": reader}, batch_size=256, prefetch_size=1, mode=0,
+                                transform_workers=1, gather_workers=1) as loader:
+            first = next(loader)
+            assert first["x"].tobytes() == rows[:256].tobytes()
+            deadline = time.monotonic() + 60
+            while loader.fetched_ahead < 2 * (4 << 20):
+                assert time.monotonic() < deadline, f"fetched ahead: {loader.fetched_ahead} bytes"
+                time.sleep(0.01)
+            for step in range(1, 12):
+                got = next(loader)["x"]
+                assert got.tobytes() == rows[step * 256:(step + 1) * 256].tobytes()
+    finally:
+        server.close()

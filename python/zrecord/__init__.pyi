@@ -216,6 +216,9 @@ class DataLoader(Iterator[Any]):
     @property
     def step(self) -> int:
         """The step the next batch is; pass it as ``start_step`` to resume."""
+    @property
+    def fetched_ahead(self) -> int:
+        """Bytes fetched ahead of the gathers into a node-local cache (``cache=``) for the coming steps."""
     def state_dict(self) -> Dict[str, Any]:
         """The checkpoint as plain data (picklable, JSON-able): step, seed, batch size, modes, mixture, stores."""
     def load_state_dict(self, state: Mapping[str, Any]) -> None:

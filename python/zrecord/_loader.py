@@ -147,6 +147,14 @@ class DataLoader:
         checkpoint and pass it as ``start_step`` to resume there."""
         return self._next_step
 
+    @property
+    def fetched_ahead(self):
+        """Bytes the look-ahead fetched before the gathers needed them: for
+        streams read through a node-local cache (``cache=``), the blocks of
+        the steps after the prefetch window (the sampler knows them
+        exactly). Counted since the loader started (or last resumed)."""
+        return self._native.fetched_ahead
+
     def state_dict(self):
         """The checkpoint, as torchdata's ``StatefulDataLoader`` gives it:
         plain data (it pickles and serialises as JSON) holding ``step`` (the

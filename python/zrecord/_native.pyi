@@ -71,6 +71,7 @@ class NativeSampler:
 
 class NativeLoader:
     step: Optional[int]
+    fetched_ahead: int
     def __init__(self, stores: List[NativeStore], names: List[str], batch_size: int, mode: int, seed: int,
                  rank: int, world: int, workers: int, prefetch: int, start_step: int, packed: bool,
                  more: List[List[NativeStore]] = ..., weights: Optional[List[float]] = None,

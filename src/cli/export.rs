@@ -65,7 +65,7 @@ pub fn run(ctx: &Ctx, a: Args) -> CliResult {
 fn every_column(ctx: &Ctx, ds: &zrecord::Dataset, dir: &Path) -> CliResult {
     let claim = Cleanup::store(dir)?;
     std::fs::create_dir_all(dir).map_err(|e| io_fail(dir, "create", e))?;
-    for (spec, column) in ds.specs().iter().zip(ds.columns()) {
+    for (spec, column) in ds.specs().iter().zip(ds.columns().iter().map(|c| &**c)) {
         match column.geometry() {
             Geometry::Dense { .. } => dense(ctx, column, &dir.join(format!("{}.npy", spec.name)))?,
             Geometry::Ragged => ragged(

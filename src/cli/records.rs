@@ -211,7 +211,7 @@ impl Target {
                     .iter()
                     .map(|c| c.name.as_str())
                     .zip(ds.columns())
-                    .map(|(n, c)| (Some(n), c as &dyn Records))
+                    .map(|(n, c)| (Some(n), &**c as &dyn Records))
                     .collect(),
             },
         })

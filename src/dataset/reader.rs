@@ -59,7 +59,7 @@ pub enum Column {
 #[derive(Debug)]
 pub struct Dataset {
     concat: Arc<Concat>,
-    columns: Vec<Column>,
+    columns: Vec<Arc<Column>>,
     location: String,
 }
 
@@ -95,7 +95,7 @@ impl Dataset {
         let manifest = Arc::new(read_local_manifest(root, options.version)?);
         let concat = Arc::new(Concat::new(&name, manifest));
         let columns = (0..concat.manifest.columns.len())
-            .map(|i| LocalColumn::new(concat.clone(), i, root, options.open.local).map(Column::Local))
+            .map(|i| LocalColumn::new(concat.clone(), i, root, options.open.local).map(|c| Arc::new(Column::Local(c))))
             .collect::<Result<_>>()?;
         Ok(Dataset { concat, columns, location: name })
     }
@@ -113,7 +113,7 @@ impl Dataset {
                 let open = open.clone();
                 let opener: Opener = Box::new(move |path| open(path));
                 BlockingColumn::new(concat.clone(), i, options.open.remote_options(), opener)
-                    .map(Column::Remote)
+                    .map(|c| Arc::new(Column::Remote(c)))
             })
             .collect::<Result<_>>()?;
         Ok(Dataset { concat, columns, location: name })
@@ -149,8 +149,8 @@ impl Dataset {
     pub fn specs(&self) -> &[ColumnSpec] {
         &self.concat.manifest.columns
     }
-    /// The columns, in order.
-    pub fn columns(&self) -> &[Column] {
+    /// The columns, in order (shared, as [`Dataset::stream`] gives them).
+    pub fn columns(&self) -> &[Arc<Column>] {
         &self.columns
     }
     /// The shard holding global record `index`, and the first global index
@@ -167,6 +167,31 @@ impl Dataset {
     /// # Errors
     /// `InvalidArgument` naming the columns there are.
     pub fn column(&self, name: &str) -> Result<&Column> {
+        self.stream(name).map(|c| &**c)
+    }
+
+    /// Column `name`, shared: what a [`Loader`] takes (its workers share
+    /// it).
+    ///
+    /// ```
+    /// use zrecord::training::loader::Loader;
+    /// # let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/dataset-v1");
+    /// let ds = zrecord::Dataset::open(dir)?;
+    /// let mut loader = Loader::builder()
+    ///     .stream("x", ds.stream("x")?.clone())
+    ///     .stream("tokens", ds.stream("tokens")?.clone())
+    ///     .batch_size(4)
+    ///     .build()?;
+    /// let step = loader.next_batch()?;
+    /// assert_eq!(step.indices().len(), 4);
+    /// # Ok::<(), zrecord::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Dataset::column`].
+    ///
+    /// [`Loader`]: crate::training::loader::Loader
+    pub fn stream(&self, name: &str) -> Result<&Arc<Column>> {
         match self.concat.manifest.column_index(name) {
             Some(i) => Ok(&self.columns[i]),
             None => Err(Error::InvalidArgument {
@@ -302,6 +327,12 @@ impl Records for BlockingColumn {
     }
     fn gather_ragged_into(&self, indices: &[u64], batch: &mut RaggedBatch) -> Result<()> {
         block_on(self.gather_ragged_into(indices, batch))
+    }
+    fn prefetch(&self, indices: &[u64]) -> Result<u64> {
+        block_on(self.prefetch(indices))
+    }
+    fn prefetches(&self) -> bool {
+        self.prefetches()
     }
 }
 

@@ -27,6 +27,8 @@ pub struct RemoteColumn<T, O> {
     options: RemoteOptions,
     shards: OpenShards<RemoteStore<T>>,
     open: O,
+    /// Whether the shards' transports bring bytes close ([`RangeRead::prefetches`]).
+    prefetches: bool,
 }
 
 impl<T, O> std::fmt::Debug for RemoteColumn<T, O> {
@@ -42,7 +44,39 @@ impl<T: RangeRead, O: Fn(&str) -> Result<T>> RemoteColumn<T, O> {
     /// `BadDataset` for a column whose schema does not encode.
     pub fn new(concat: Arc<Concat>, index: usize, options: RemoteOptions, open: O) -> Result<Self> {
         let core = column_core(&concat, index)?;
-        Ok(RemoteColumn { concat, index, core, options, shards: OpenShards::new(OPEN_SHARDS), open })
+        // Every shard's transport comes from the same opener: ask one (no I/O).
+        let prefetches = match concat.manifest.shards.first() {
+            Some(s) => open(&layout::store_path(&s.path, &concat.manifest.columns[index].name))?.prefetches(),
+            None => false,
+        };
+        let shards = OpenShards::new(OPEN_SHARDS);
+        Ok(RemoteColumn { concat, index, core, options, shards, open, prefetches })
+    }
+
+    /// Whether [`RemoteColumn::prefetch`] brings anything close (the shards
+    /// are read through a node-local cache).
+    pub fn prefetches(&self) -> bool {
+        self.prefetches
+    }
+
+    /// Bring the stored bytes of `indices` close ahead of their gather,
+    /// shard by shard ([`RemoteStore::prefetch`]); the bytes that fetched.
+    /// Opens the shards a gather of `indices` would open.
+    ///
+    /// # Errors
+    /// `IndexOutOfRange`, the shards' open and read errors.
+    pub async fn prefetch(&self, indices: &[u64]) -> Result<u64> {
+        if !self.prefetches {
+            return Ok(0);
+        }
+        let split = self.concat.split(indices)?;
+        let mut fetched = 0u64;
+        self.fan_out(&split, &|s, local| Box::pin(async move { s.prefetch(local).await }), |_, n| {
+            fetched = fetched.saturating_add(n);
+            Ok(())
+        })
+        .await?;
+        Ok(fetched)
     }
 
     /// The column as one store describes it.

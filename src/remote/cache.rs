@@ -144,7 +144,7 @@ struct Version {
 #[derive(Clone, Debug)]
 enum Known {
     /// Its version; its blocks are cached.
-    Cached(Version),
+    Cached(Arc<Version>),
     /// The server names no version: read through.
     Through,
 }
@@ -159,22 +159,57 @@ struct Shared {
     checked: Mutex<HashSet<(PathBuf, u64)>>,
     /// Held while a block is checked, so a block is read whole once.
     checking: Mutex<()>,
-    /// Checked blocks kept open, by (file, index): a hit is then one
-    /// `fstat` (is it still named? an evicted block must not be held) and
-    /// one `pread`, without opening, hashing or formatting a path.
+    /// Checked blocks kept mapped, by (file, index): a hit is a copy from
+    /// the map, with no system call (a `stat` at most once a second).
     open: Mutex<HashMap<(StoreFile, u64), Arc<Held>>>,
 }
 
-/// A checked block file held open.
+/// A checked block file, mapped. Block files are never written after
+/// their rename (eviction and repair remove them), so the map's bytes stay
+/// what was checked; a removed block's map keeps its space until dropped.
 struct Held {
-    file: File,
+    map: memmap2::Mmap,
     path: PathBuf,
-    /// When this process last set its mtime (seconds on `runtime::now`).
+    inode: u64,
+    /// When this process last checked the block's name and set its mtime
+    /// (seconds on `runtime::now`).
     touched: AtomicU64,
+    /// When it was last read (on the clock [`READS`]), to drop the least
+    /// recently read maps first.
+    used: AtomicU64,
 }
 
-/// Most block files a store keeps open; more, and they are all closed.
-const HELD: usize = 64;
+impl Held {
+    /// Whether the block may still be read here. At most once a second per
+    /// block: check that it still has its name (another process may have
+    /// evicted it: let the map go, and its space with it) and mark it used
+    /// now (its mtime orders eviction).
+    fn fresh(&self) -> bool {
+        self.used.store(READS.fetch_add(1, Ordering::Relaxed), Ordering::Relaxed);
+        let now = runtime::now().as_secs();
+        if self.touched.swap(now, Ordering::Relaxed) == now {
+            return true;
+        }
+        let Ok(f) = File::open(&self.path) else { return false };
+        let named = f.metadata().is_ok_and(|m| crate::local::sys::inode(&m) == self.inode);
+        if named {
+            let _ = f.set_modified(SystemTime::now());
+        }
+        named
+    }
+
+    /// The bytes `within` the block.
+    fn bytes(&self, within: Range<u64>) -> Vec<u8> {
+        self.map[within.start as usize..within.end as usize].to_vec()
+    }
+}
+
+/// Block reads served from maps in this process: the clock of `Held::used`.
+static READS: AtomicU64 = AtomicU64::new(0);
+
+/// Most block maps a store keeps; beyond, the least recently read half
+/// is dropped.
+const HELD: usize = 1024;
 
 /// A transport whose reads go through a node-local cache directory.
 pub struct CachedSource {
@@ -333,7 +368,7 @@ impl Shared {
             }
         }
         bump(&COUNTERS.hits, pieces.len() as u64);
-        Ok(Some(Ranged { bytes: out, total: v.total, version: Some(v.etag) }))
+        Ok(Some(Ranged { bytes: out, total: v.total, version: Some(v.etag.clone()) }))
     }
 
     /// `req` served, fetching what is missing (on a blocking thread).
@@ -346,7 +381,7 @@ impl Shared {
         for (index, within) in self.pieces(req, &v) {
             out.extend_from_slice(&self.block(req.file, &v, index, within)?);
         }
-        Ok(Ranged { bytes: out, total: v.total, version: Some(v.etag) })
+        Ok(Ranged { bytes: out, total: v.total, version: Some(v.etag.clone()) })
     }
 
     /// The blocks `req` covers, with the range wanted of each (relative to
@@ -406,12 +441,8 @@ impl Shared {
 
     /// Set block `index`'s mtime to now if it is here (whether it is).
     fn mark_needed(&self, file: StoreFile, v: &Version, index: u64) -> bool {
-        let held = lock(&self.open).get(&(file, index)).cloned();
         let now = SystemTime::now();
-        match held {
-            Some(h) => h.file.set_modified(now).is_ok(),
-            None => File::open(self.block_path(file, v, index)).is_ok_and(|f| f.set_modified(now).is_ok()),
-        }
+        File::open(self.block_path(file, v, index)).is_ok_and(|f| f.set_modified(now).is_ok())
     }
 
     /// One request to the remote, counted.
@@ -431,7 +462,7 @@ impl Shared {
         }
         let got = self.fetch(ReadRequest { file, range: 0..1, if_version: None })?;
         let known = match got.version {
-            Some(etag) => Known::Cached(Version { total: got.total, etag }),
+            Some(etag) => Known::Cached(Arc::new(Version { total: got.total, etag })),
             None => Known::Through,
         };
         *slot = Some(known.clone());
@@ -456,17 +487,11 @@ impl Shared {
     ) -> Result<Option<Vec<u8>>> {
         let held = lock(&self.open).get(&(file, index)).cloned();
         if let Some(h) = held {
-            match h.file.metadata() {
-                Ok(meta) if crate::local::sys::is_linked(&meta) => {
-                    let mut buf = vec![0u8; (within.end - within.start) as usize];
-                    crate::local::sys::read_exact_at(&h.file, &mut buf, within.start)
-                        .map_err(|e| Error::io(&h.path, "read a cached block", e))?;
-                    touch(&h);
-                    return Ok(Some(buf));
-                }
-                // Evicted: let it go (its space with it), look again.
-                _ => drop(lock(&self.open).remove(&(file, index))),
+            if h.fresh() {
+                return Ok(Some(h.bytes(within)));
             }
+            // Evicted: let it go (its space with it), look again.
+            drop(lock(&self.open).remove(&(file, index)));
         }
         let path = self.block_path(file, v, index);
         let len = block_range(index, self.options.block, v.total);
@@ -477,37 +502,38 @@ impl Shared {
             Err(e) => return Err(Error::io(&path, "open a cached block", e)),
         };
         let meta = f.metadata().map_err(|e| Error::io(&path, "stat a cached block", e))?;
-        let key = (path.clone(), crate::local::sys::inode(&meta));
+        let inode = crate::local::sys::inode(&meta);
+        let key = (path.clone(), inode);
+        let map = if meta.len() == len + TRAILER {
+            // SAFETY: block files are never written after their rename (see `Held`).
+            #[allow(unsafe_code)]
+            let map = unsafe { memmap2::Mmap::map(&f) };
+            Some(map.map_err(|e| Error::io(&path, "map a cached block", e))?)
+        } else {
+            None
+        };
         // One thread checks a block; the others wait, then read it.
         let checking = lock(&self.checking);
-        let bytes = if lock(&self.checked).contains(&key) && meta.len() == len + TRAILER {
-            let mut buf = vec![0u8; (within.end - within.start) as usize];
-            crate::local::sys::read_exact_at(&f, &mut buf, within.start)
-                .map_err(|e| Error::io(&path, "read a cached block", e))?;
-            buf
-        } else {
-            match sound_block(&f, len) {
-                Some(mut all) => {
-                    lock(&self.checked).insert(key);
-                    all.truncate(within.end as usize);
-                    all.drain(..within.start as usize);
-                    all
-                }
-                None => {
-                    // Whoever finds a damaged block removes it; it is fetched again.
-                    let _ = std::fs::remove_file(&path);
-                    return Ok(None);
-                }
-            }
+        let sound = map.filter(|m| lock(&self.checked).contains(&key) || sound_block(m, len));
+        let Some(map) = sound else {
+            // Whoever finds a damaged block removes it; it is fetched again.
+            let _ = std::fs::remove_file(&path);
+            return Ok(None);
         };
+        lock(&self.checked).insert(key);
         drop(checking);
-        let h = Arc::new(Held { file: f, path, touched: AtomicU64::new(u64::MAX) });
-        touch(&h);
+        let _ = f.set_modified(SystemTime::now());
+        let touched = AtomicU64::new(runtime::now().as_secs());
+        let used = AtomicU64::new(READS.fetch_add(1, Ordering::Relaxed));
+        let h = Held { map, path, inode, touched, used };
+        let bytes = h.bytes(within);
         let mut open = lock(&self.open);
         if open.len() >= HELD {
-            open.clear();
+            let mut by_use: Vec<u64> = open.values().map(|h| h.used.load(Ordering::Relaxed)).collect();
+            let (_, &mut median, _) = by_use.select_nth_unstable(HELD / 2);
+            open.retain(|_, h| h.used.load(Ordering::Relaxed) > median);
         }
-        open.insert((file, index), h);
+        open.insert((file, index), Arc::new(h));
         Ok(Some(bytes))
     }
 
@@ -671,28 +697,15 @@ impl Shared {
     }
 }
 
-/// Mark a block as used now (its mtime orders eviction), at most once a
-/// second per block and store.
-fn touch(h: &Held) {
-    let now = runtime::now().as_secs();
-    let last = h.touched.swap(now, Ordering::Relaxed);
-    if last != now {
-        let _ = h.file.set_modified(SystemTime::now());
-    }
-}
-
-/// The whole block in `f`, when its size is `len` plus the trailer and the
-/// trailer vouches for its bytes.
-fn sound_block(f: &File, len: u64) -> Option<Vec<u8>> {
-    let size = f.metadata().ok()?.len();
-    if size != len + TRAILER {
-        return None;
-    }
-    let mut all = vec![0u8; usize::try_from(size).ok()?];
-    crate::local::sys::read_exact_at(f, &mut all, 0).ok()?;
-    let trailer = all.split_off(len as usize);
-    let sum = u64::from_le_bytes(trailer[8..].try_into().ok()?);
-    (trailer[..8] == MAGIC[..] && crate::codec::checksum::hash64(&all) == sum).then_some(all)
+/// Whether `block` (a block file's bytes) is `len` bytes and a trailer
+/// that vouches for them.
+fn sound_block(block: &[u8], len: u64) -> bool {
+    let Some((bytes, trailer)) = usize::try_from(len).ok().and_then(|n| block.split_at_checked(n)) else {
+        return false;
+    };
+    trailer.len() as u64 == TRAILER
+        && trailer[..8] == MAGIC[..]
+        && u64::from_le_bytes(trailer[8..].try_into().expect("8 bytes")) == crate::codec::checksum::hash64(bytes)
 }
 
 #[cfg(test)]
