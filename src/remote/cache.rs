@@ -439,8 +439,13 @@ impl Shared {
         }
     }
 
-    /// Set block `index`'s mtime to now if it is here (whether it is).
+    /// Set block `index`'s mtime to now if it is here (whether it is): a
+    /// block this process has mapped was marked within the last second.
     fn mark_needed(&self, file: StoreFile, v: &Version, index: u64) -> bool {
+        let held = lock(&self.open).get(&(file, index)).cloned();
+        if held.is_some_and(|h| h.fresh()) {
+            return true;
+        }
         let now = SystemTime::now();
         File::open(self.block_path(file, v, index)).is_ok_and(|f| f.set_modified(now).is_ok())
     }
@@ -750,6 +755,8 @@ mod tests {
             let at = SystemTime::now() - Duration::from_secs(30 - 10 * i);
             File::open(path(i)).unwrap().set_modified(at).unwrap();
         }
+        // A block read here is marked used at most once a second.
+        std::thread::sleep(Duration::from_millis(1100));
         // The next steps need block 0: it becomes the most recently used.
         let wanted: Vec<Range<u64>> = std::iter::once(5..6).collect();
         let ahead = source.prefetch(StoreFile::Data, wanted);
