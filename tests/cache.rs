@@ -369,7 +369,8 @@ fn a_dataset_column_fetches_exactly_the_blocks_of_its_next_steps() {
     for (k, n) in [4_000usize, 5_000, 5_500, 6_000].into_iter().enumerate() {
         let scratch = dir.path().join(format!("rows{k}"));
         write_store(&scratch, n, 512, Codec::Raw, 40 + k as u64);
-        let rows = zrecord::Store::open(&scratch).unwrap().gather(&(0..n as u64).collect::<Vec<_>>()).unwrap();
+        let rows =
+            zrecord::Store::open(&scratch).unwrap().gather(&(0..n as u64).collect::<Vec<_>>()).unwrap();
         let column = ColumnDef {
             name: "s".into(),
             dtype: "|u1".into(),

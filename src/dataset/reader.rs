@@ -95,7 +95,10 @@ impl Dataset {
         let manifest = Arc::new(read_local_manifest(root, options.version)?);
         let concat = Arc::new(Concat::new(&name, manifest));
         let columns = (0..concat.manifest.columns.len())
-            .map(|i| LocalColumn::new(concat.clone(), i, root, options.open.local).map(|c| Arc::new(Column::Local(c))))
+            .map(|i| {
+                LocalColumn::new(concat.clone(), i, root, options.open.local)
+                    .map(|c| Arc::new(Column::Local(c)))
+            })
             .collect::<Result<_>>()?;
         Ok(Dataset { concat, columns, location: name })
     }

@@ -710,7 +710,8 @@ fn sound_block(block: &[u8], len: u64) -> bool {
     };
     trailer.len() as u64 == TRAILER
         && trailer[..8] == MAGIC[..]
-        && u64::from_le_bytes(trailer[8..].try_into().expect("8 bytes")) == crate::codec::checksum::hash64(bytes)
+        && u64::from_le_bytes(trailer[8..].try_into().expect("8 bytes"))
+            == crate::codec::checksum::hash64(bytes)
 }
 
 #[cfg(test)]
