@@ -310,10 +310,12 @@ fn credentials_hint() -> &'static str {
 /// Whether `e` may be a bucket's answer to a range starting at or past the
 /// end of the object: S3 and Azure refuse it (416 `InvalidRange`); Azurite
 /// answers an empty blob with `Content-Range: bytes 0--1/0`, which
-/// object_store cannot parse. The object's size then decides.
+/// object_store cannot parse. The object's size then decides. (Not a bare
+/// "416": the message carries a port and a duration, which may hold those
+/// digits, and a refused request then lost its reason to a HEAD's empty 403.)
 fn may_be_past_end(e: &object_store::Error) -> bool {
     let s = super::client::error_chain(e);
-    s.contains("416")
+    s.contains("status code: 416")
         || s.contains("InvalidRange")
         || s.contains("Range Not Satisfiable")
         || s.contains("CONTENT_RANGE")
@@ -433,5 +435,19 @@ mod tests {
             assert_eq!(at(url), (prefix.to_string(), dir.to_string()), "{url}");
         }
         assert!(Bucket::from_url_with("az:///x", BucketRetry::default(), &emulator).is_err());
+    }
+
+    /// A refused request whose message holds "416" in a port or a duration
+    /// is not a range past the end (it was read as one, under load, and its
+    /// reason was lost to a HEAD's empty 403).
+    #[test]
+    fn only_a_416_status_is_a_range_past_the_end() {
+        let err = |msg: &str| object_store::Error::Generic { store: "S3", source: msg.into() };
+        let refused = "Error performing GET http://127.0.0.1:41653/b/k in 5.41608ms - Server returned \
+                       non-2xx status code: 403 Forbidden: SignatureDoesNotMatch";
+        assert!(!may_be_past_end(&err(refused)));
+        let past = "Error performing GET http://127.0.0.1:9000/b/k in 1ms - Server returned non-2xx \
+                    status code: 416 Range Not Satisfiable: InvalidRange";
+        assert!(may_be_past_end(&err(past)));
     }
 }
