@@ -288,12 +288,15 @@ fn broken_datasets_say_what_is_wrong() {
 #[test]
 fn sealed_shards_are_checked() {
     let (_dir, root) = broken(|r, s| {
-        // Flip one stored byte of shard 2's x: the sidecar catches it.
-        let f = r.join(&s[2].path).join("x/data.zr");
-        let mut bytes = std::fs::read(&f).unwrap();
-        let at = bytes.len() - 3;
-        bytes[at] ^= 0x55;
-        std::fs::write(f, bytes).unwrap();
+        // Flip one stored byte of shard 2's last record (8) in each
+        // column: the sidecar catches it.
+        for column in ["x", "tokens"] {
+            let f = r.join(&s[2].path).join(column).join("data.zr");
+            let mut bytes = std::fs::read(&f).unwrap();
+            let at = bytes.len() - 1;
+            bytes[at] ^= 0x55;
+            std::fs::write(f, bytes).unwrap();
+        }
     });
     let options = DatasetOptions {
         open: zrecord::open::Options::default().verify(Verify::IfSealed),
@@ -303,6 +306,10 @@ fn sealed_shards_are_checked() {
     let e = ds.column("x").unwrap().gather(&[8]).unwrap_err();
     assert!(matches!(e, Error::ChecksumMismatch { .. } | Error::CorruptRecord { .. }), "{e}");
     assert!(ds.column("x").unwrap().gather(&[0, 3]).is_ok());
+    // A Ragged batch over several shards checks each shard's records.
+    let e = ds.column("tokens").unwrap().gather_ragged(&[0, 8, 3]).unwrap_err();
+    assert!(matches!(e, Error::ChecksumMismatch { .. }), "{e}");
+    assert!(ds.column("tokens").unwrap().gather_ragged(&[0, 7, 3]).is_ok());
 }
 
 /// Remakes `tests/fixtures/dataset-v1` (the README's and the viewer's
@@ -321,4 +328,65 @@ fn the_fixture_reads() {
     let ds = Dataset::open(root.to_str().unwrap()).unwrap();
     assert_eq!((ds.len(), ds.manifest().shards.len()), (10, 3));
     check_records(&ds, &(0..10).rev().collect::<Vec<_>>());
+}
+
+/// Ragged columns, raw and zstd, over 8 shards: batches large enough to
+/// decode across threads land every record in its place, as one store
+/// holding the same records gives them (a dataset lays out one batch for
+/// all its shards, each decoding straight into its records' slots).
+#[test]
+fn ragged_batches_across_shards_equal_one_store() {
+    let record = |i: u64| -> Vec<u32> { (0..i % 300 + 1).map(|k| (i * 7919 + k % 13) as u32).collect() };
+    for codec in [Codec::Zstd, Codec::Raw] {
+        let dir = tmp();
+        let root = dir.path().join("ds");
+        let def = || ColumnDef {
+            name: "r".into(),
+            dtype: "<u4".into(),
+            geometry: Geometry::Ragged,
+            options: CreateOptions::codec(codec),
+        };
+        let cuts = [0u64, 400, 401, 1200, 1500, 2000, 2100, 2999, 3000];
+        let infos: Vec<ShardInfo> = cuts
+            .windows(2)
+            .map(|w| {
+                let mut s = ShardWriter::create(&root, vec![def()]).unwrap();
+                for i in w[0]..w[1] {
+                    let r = record(i);
+                    s.column("r")
+                        .unwrap()
+                        .append_ragged(&[(&[r.len() as u64][..], bytemuck::cast_slice(&r))])
+                        .unwrap();
+                }
+                s.finish().unwrap()
+            })
+            .collect();
+        commit(root.to_str().unwrap(), &infos, CommitMode::Create).unwrap();
+        let one = dir.path().join("one");
+        let mut w = Writer::create_ragged(&one, "<u4", CreateOptions::codec(codec)).unwrap();
+        for i in 0..3000 {
+            let r = record(i);
+            w.append_ragged(&[(&[r.len() as u64][..], bytemuck::cast_slice(&r))]).unwrap();
+        }
+        w.close().unwrap();
+        let one = zrecord::Store::open(&one).unwrap();
+        let ds = Dataset::open(root.to_str().unwrap()).unwrap();
+        let mut rng = 0x9E37_79B9_7F4A_7C15u64;
+        let batch: Vec<u64> = (0..1500)
+            .map(|_| {
+                rng ^= rng << 13;
+                rng ^= rng >> 7;
+                rng ^= rng << 17;
+                rng % 3000
+            })
+            .collect();
+        for indices in [&batch[..], &[2999, 0, 400, 400, 1199][..], &[]] {
+            let got = ds.column("r").unwrap().gather_ragged(indices).unwrap();
+            let want = one.gather_ragged(indices).unwrap();
+            assert_eq!(got.len(), indices.len());
+            for (k, i) in indices.iter().enumerate() {
+                assert_eq!(got.record(k), want.record(k), "{codec:?} record {i}");
+            }
+        }
+    }
 }

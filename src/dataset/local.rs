@@ -2,7 +2,7 @@
 //! driver. A gather's shards fill their rows of the batch in place, in
 //! parallel (each shard's own gather shares its work too, see `work.rs`).
 
-use super::concat::{assemble_ragged, column_core, Concat, OpenShards, Split, OPEN_SHARDS};
+use super::concat::{column_core, Concat, OpenShards, Split, OPEN_SHARDS};
 use super::manifest::ColumnSpec;
 use crate::format::batch::{DenseBatch, RaggedBatch};
 use crate::format::{GatherPlan, RecordLoc, StoreCore, Verify};
@@ -10,7 +10,7 @@ use crate::local::work;
 use crate::records::Records;
 use crate::{Error, OpenOptions, Result, Store};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 /// One column of a dataset on the local file system.
 #[derive(Debug)]
@@ -21,9 +21,6 @@ pub struct LocalColumn {
     root: PathBuf,
     options: OpenOptions,
     shards: OpenShards<Store>,
-    /// The shards' Ragged batches of the last gather, reused by the next:
-    /// a batch over 64 shards otherwise allocates and frees 64 batches.
-    ragged_parts: Mutex<Vec<RaggedBatch>>,
 }
 
 impl LocalColumn {
@@ -40,7 +37,6 @@ impl LocalColumn {
             root: root.to_path_buf(),
             options,
             shards: OpenShards::new(OPEN_SHARDS),
-            ragged_parts: Mutex::default(),
         })
     }
 
@@ -197,14 +193,23 @@ impl Records for LocalColumn {
         let info = self.core.info();
         let bytes = (info.sizes.data / info.len().max(1)).saturating_mul(indices.len() as u64);
         let (split, stores, parallel) = self.prepare(split, usize::try_from(bytes).unwrap_or(usize::MAX))?;
-        // (Another thread's gather meanwhile allocates its own.)
-        let mut parts = std::mem::take(&mut *work::lock(&self.ragged_parts));
-        parts.resize_with(split.groups.len(), RaggedBatch::default);
-        work::share_if(parallel, parts.iter_mut().enumerate(), |(g, part)| {
-            stores[g].gather_ragged_into(&split.groups[g].local, part)
-        })?;
-        let done = assemble_ragged(&info.name, &split, &parts, info.dtype().alignment(), batch);
-        *work::lock(&self.ragged_parts) = parts;
-        done
+        // Every shard's locations checked first, then one batch laid out
+        // for all of them, each shard decoding its records into their slots.
+        let checked = (split.groups.iter().zip(&stores))
+            .map(|(g, store)| store.ragged_locs(&g.local))
+            .collect::<Result<Vec<_>>>()?;
+        let mut locs = vec![RecordLoc::default(); split.len];
+        for (g, (group_locs, _)) in split.groups.iter().zip(&checked) {
+            for (&p, &loc) in g.positions.iter().zip(group_locs) {
+                locs[p] = loc;
+            }
+        }
+        let plan = GatherPlan::ragged(&self.core, indices)?;
+        plan.fill_ragged(&locs, &mut Vec::new(), batch, |buf, slots| {
+            let parts = split.per_group(crate::format::decode::slot_parts(buf, slots));
+            work::share_if(parallel, parts.into_iter().enumerate(), |(g, mut dsts)| {
+                stores[g].decode_placed(&split.groups[g].local, &checked[g], &mut dsts)
+            })
+        })
     }
 }

@@ -471,12 +471,26 @@ impl Store {
     /// after a warm probe; after a cold probe the next `COLD_STICKY` gathers read
     /// cold without probing.
     fn access(&self, plan: &GatherPlan<'_>) -> InMemory<'_> {
-        let warm = self.in_memory();
+        let cold = self.decide_cold(plan);
+        self.memory(cold)
+    }
+
+    /// Whether `plan` reads cold; if so, counted, and its reads asked for.
+    fn decide_cold(&self, plan: &GatherPlan<'_>) -> bool {
         if !self.is_cold(plan) {
-            return warm;
+            return false;
         }
         self.cold_gathers.fetch_add(1, Ordering::Relaxed);
-        self.read_ahead(&warm, plan);
+        self.read_ahead(&self.in_memory(), plan);
+        true
+    }
+
+    /// How a gather reads: from memory, or (`cold`) with pread.
+    fn memory(&self, cold: bool) -> InMemory<'_> {
+        let warm = self.in_memory();
+        if !cold {
+            return warm;
+        }
         let src: &dyn ByteSource = match &self.cold_data {
             Some(pread) => pread,
             None => &*self.data,
@@ -722,6 +736,38 @@ impl Store {
         let row = plan.row().expect("a Dense plan");
         crate::records::check_rows(self.core.info(), indices, rows, row)?;
         self.fill_rows(&self.access(&plan), &plan, rows)
+    }
+
+    /// The checked locations of Ragged records `indices` (big frames' heads
+    /// too), and whether they read cold: a dataset sizes its batch from
+    /// every shard's before any record decodes ([`Store::decode_placed`]).
+    ///
+    /// # Errors
+    /// As [`Records::gather_ragged_into`] before it sizes the batch.
+    pub(crate) fn ragged_locs(&self, indices: &[u64]) -> Result<(Vec<RecordLoc>, bool)> {
+        let plan = GatherPlan::ragged(&self.core, indices)?.checked(self.expected());
+        let cold = self.decide_cold(&plan);
+        let mut locs = Vec::new();
+        self.check_first(&self.memory(cold), &plan, &mut locs)?;
+        Ok((locs, cold))
+    }
+
+    /// Decode Ragged records `indices`, at the locations [`Store::ragged_locs`]
+    /// checked and read as it decided, into `dsts` (each its record's
+    /// `logic_length` bytes, anywhere in a dataset's batch).
+    ///
+    /// # Errors
+    /// As [`Records::gather_ragged_into`].
+    pub(crate) fn decode_placed(
+        &self,
+        indices: &[u64],
+        (locs, cold): &(Vec<RecordLoc>, bool),
+        dsts: &mut [&mut [u8]],
+    ) -> Result<()> {
+        let plan = GatherPlan::ragged(&self.core, indices)?.checked(self.expected());
+        let mem = self.memory(*cold);
+        let mut records = dsts.iter_mut().zip(locs).enumerate();
+        records.try_for_each(|(k, (dst, loc))| self.read_record(&mem, &plan, k, loc, dst, &[]))
     }
 
     /// Raw Ragged records in memory: parse each prefix where it lies and copy
