@@ -3,9 +3,9 @@
 //! [`CachedSource`] wraps any native transport. A read is mapped onto
 //! aligned blocks of the remote file ([`CacheOptions::block`], 4 MiB by
 //! default; a smaller file is one block); each block is fetched once, with
-//! one request, into a file of the cache directory, and read from there by
-//! `pread` ever after, by this process and every other one using the
-//! directory.
+//! one request, into a file of the cache directory, and read from there
+//! (through a map of the block file) ever after, by this process and every
+//! other one using the directory.
 //!
 //! - **Versions.** A block's name holds the hashes of the file's URL and of
 //!   its ETag, and the file's size: a replaced object has other names, so a
@@ -443,8 +443,10 @@ impl Shared {
     /// block this process has mapped was marked within the last second.
     fn mark_needed(&self, file: StoreFile, v: &Version, index: u64) -> bool {
         let held = lock(&self.open).get(&(file, index)).cloned();
-        if held.is_some_and(|h| h.fresh()) {
-            return true;
+        match held.map(|h| h.fresh()) {
+            Some(true) => return true,
+            Some(false) => drop(lock(&self.open).remove(&(file, index))),
+            None => {}
         }
         let now = SystemTime::now();
         File::open(self.block_path(file, v, index)).is_ok_and(|f| f.set_modified(now).is_ok())
