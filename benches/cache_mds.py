@@ -32,14 +32,16 @@ median), and `cache_limit` at half the dataset: first with the default shards
     python3 -m venv ~/.cache/zrecord/venv-mds
     ~/.cache/zrecord/venv-mds/bin/pip install mosaicml-streaming==0.13.0 \
         numpy==2.1.3 torch==2.15.0 'moto[server]==5.2.5' xxhash==3.8.2
+    ~/.cache/zrecord/venv-mds/bin/python benches/cache_mds.py \
+        --epoch-timeout 120 --json benches/results/cache-mds.json   # the recorded run
     ~/.cache/zrecord/venv-mds/bin/python benches/cache_mds.py --no-torch \
-        --epoch-timeout 240 --json benches/results/cache-mds.json   # the recorded run
-    ~/.cache/zrecord/venv-mds/bin/python benches/cache_mds.py --quick  # 10,000 records, DataLoader
+        --epoch-timeout 240 --json benches/results/cache-mds-no-torch.json
+    ~/.cache/zrecord/venv-mds/bin/python benches/cache_mds.py --quick  # 10,000 records
 
-The recorded run iterates each StreamingDataset directly (--no-torch): through
-the DataLoader (2 workers in each of the 4 processes) an epoch of the quick
-run's 10,000 records took 56-66 s on this 2-core machine (150-180 records/s,
-cold or warm, no requests), against 0.35-1.7 s without it; not diagnosed.
+The DataLoader's workers are forked (multiprocessing_context='fork'), as they
+are under torchrun: the 4 readers are spawned, so their default start method
+is spawn, and 8 spawned workers importing torch at every epoch stalled each
+epoch's first batch ~53 s on this 2-core machine.
 
 (boto3 1.44.8 / botocore 1.44.8 came with mosaicml-streaming.) Results:
 benches/results/cache-mds.md.
@@ -235,7 +237,9 @@ def worker(rank, remote, local, cache_limit, epochs, use_torch, start, end, resu
         import torch
         from torch.utils.data import DataLoader
         torch.set_num_threads(1)
-        loader = DataLoader(ds, batch_size=BATCH, num_workers=2)
+        # fork, as under torchrun: this process was spawned, so multiprocessing's default here is
+        # spawn, and 8 spawned workers importing torch per epoch stall ~50 s on 2 cores.
+        loader = DataLoader(ds, batch_size=BATCH, num_workers=2, multiprocessing_context='fork')
     for epoch in range(epochs):
         try:
             start.wait()
