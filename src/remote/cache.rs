@@ -34,7 +34,7 @@
 
 use super::files::lock;
 use super::runtime;
-use super::transport::{LocalBoxFuture, RangeRead, Ranged, ReadRequest};
+use super::transport::{Lent, LocalBoxFuture, RangeRead, Ranged, ReadRequest};
 use super::AnyTransport;
 use crate::format::StoreFile;
 use crate::{Error, Result};
@@ -207,6 +207,12 @@ impl Held {
 /// Block reads served from maps in this process: the clock of `Held::used`.
 static READS: AtomicU64 = AtomicU64::new(0);
 
+/// How many ranges ahead of its decoding a lent range's bytes are asked
+/// for, and how many of them (all of a small record; the hardware
+/// prefetcher follows a long one's stream): a local store's numbers.
+const AHEAD: usize = 8;
+const AHEAD_BYTES: usize = 4096;
+
 /// Most block maps a store keeps; beyond, the least recently read half
 /// is dropped.
 const HELD: usize = 1024;
@@ -271,6 +277,16 @@ impl RangeRead for CachedSource {
             runtime::spawn_blocking(move || shared.read(&req)).await.unwrap_or(Err(Error::Cancelled))
         })
     }
+    /// Ranges within one block this process has mapped (checked, and
+    /// still named within the last second): lent from the map.
+    fn read_at_hand(
+        &self,
+        file: StoreFile,
+        ranges: &[Range<u64>],
+        with: &mut dyn FnMut(usize, Lent<'_>) -> Result<()>,
+    ) -> Result<Vec<usize>> {
+        self.shared.read_at_hand(file, ranges, with)
+    }
     fn locate(&self, file: StoreFile) -> String {
         self.shared.inner.locate(file)
     }
@@ -290,6 +306,9 @@ impl RangeRead for CachedSource {
     fn prefetch(&self, file: StoreFile, ranges: Vec<Range<u64>>) -> LocalBoxFuture<'_, Result<u64>> {
         let shared = self.shared.clone();
         Box::pin(async move {
+            if shared.all_held(file, &ranges) {
+                return Ok(0);
+            }
             runtime::spawn_blocking(move || shared.warm(file, &ranges)).await.unwrap_or(Err(Error::Cancelled))
         })
     }
@@ -371,6 +390,47 @@ impl Shared {
         Ok(Some(Ranged { bytes: out, total: v.total, version: Some(v.etag.clone()) }))
     }
 
+    /// See [`CachedSource::read_at_hand`]. The bytes of the range
+    /// [`AHEAD`] places on are asked of the CPU while one decodes, as a
+    /// local store's gather does: ranges lie at random in blocks far larger
+    /// than its caches, and a decoder waiting on each miss in turn took 20%
+    /// longer than the local store.
+    fn read_at_hand(
+        &self,
+        file: StoreFile,
+        ranges: &[Range<u64>],
+        with: &mut dyn FnMut(usize, Lent<'_>) -> Result<()>,
+    ) -> Result<Vec<usize>> {
+        let Some(Known::Cached(v)) = self.known(file) else { return Ok((0..ranges.len()).collect()) };
+        let b = self.options.block;
+        // Each range's block map, looked up under one lock.
+        let held: Vec<Option<(Arc<Held>, Range<usize>)>> = {
+            let open = lock(&self.open);
+            let within = |r: &Range<u64>| {
+                let index = r.start / b;
+                let one_block = r.start < r.end && r.end <= v.total && index == (r.end - 1) / b;
+                let at = (r.start - index * b) as usize..(r.end - index * b) as usize;
+                one_block.then(|| open.get(&(file, index)).map(|h| (h.clone(), at))).flatten()
+            };
+            ranges.iter().map(within).collect()
+        };
+        let mut waiting = Vec::new();
+        for (k, h) in held.iter().enumerate() {
+            if let Some(Some((ahead, at))) = held.get(k + AHEAD) {
+                let head = at.start..at.end.min(at.start + AHEAD_BYTES);
+                crate::local::sys::prefetch(&ahead.map[head]);
+            }
+            match h {
+                Some((h, at)) if h.fresh() => {
+                    bump(&COUNTERS.hits, 1);
+                    with(k, Lent { bytes: &h.map[at.clone()], total: v.total, version: Some(&v.etag) })?;
+                }
+                _ => waiting.push(k),
+            }
+        }
+        Ok(waiting)
+    }
+
     /// `req` served, fetching what is missing (on a blocking thread).
     fn read(&self, req: &ReadRequest) -> Result<Ranged> {
         let v = match self.version(req.file)? {
@@ -401,18 +461,36 @@ impl Shared {
             .collect()
     }
 
-    /// Fetch the missing blocks under `ranges` of `file`, [`WARMERS`] at
-    /// once; the bytes fetched.
-    fn warm(&self, file: StoreFile, ranges: &[Range<u64>]) -> Result<u64> {
-        let Known::Cached(v) = self.version(file)? else { return Ok(0) };
+    /// The blocks under `ranges`, in order, each once.
+    fn blocks_under(&self, v: &Version, ranges: &[Range<u64>]) -> Vec<u64> {
         let b = self.options.block;
-        let mut wanted: Vec<u64> = ranges
+        let mut blocks: Vec<u64> = ranges
             .iter()
             .filter(|r| r.start < r.end.min(v.total))
             .flat_map(|r| r.start / b..=(r.end.min(v.total) - 1) / b)
             .collect();
-        wanted.sort_unstable();
-        wanted.dedup();
+        blocks.sort_unstable();
+        blocks.dedup();
+        blocks
+    }
+
+    /// Whether every block under `ranges` of `file` is mapped here, each
+    /// then marked as needed (see [`Held::fresh`]): a look-ahead's usual
+    /// case once the cache is warm, answered without a blocking thread.
+    fn all_held(&self, file: StoreFile, ranges: &[Range<u64>]) -> bool {
+        let Some(Known::Cached(v)) = self.known(file) else { return false };
+        let held: Option<Vec<Arc<Held>>> = {
+            let open = lock(&self.open);
+            self.blocks_under(&v, ranges).iter().map(|&i| open.get(&(file, i)).cloned()).collect()
+        };
+        held.is_some_and(|held| held.iter().all(|h| h.fresh()))
+    }
+
+    /// Fetch the missing blocks under `ranges` of `file`, [`WARMERS`] at
+    /// once; the bytes fetched.
+    fn warm(&self, file: StoreFile, ranges: &[Range<u64>]) -> Result<u64> {
+        let Known::Cached(v) = self.version(file)? else { return Ok(0) };
+        let mut wanted = self.blocks_under(&v, ranges);
         // Blocks here are marked as used now: eviction takes the least
         // recently used first, so blocks the next steps need go last.
         wanted.retain(|&i| !self.mark_needed(file, &v, i));
@@ -736,6 +814,45 @@ mod tests {
         fn name(&self) -> String {
             "memory:".into()
         }
+    }
+
+    #[test]
+    fn ranges_within_mapped_blocks_are_lent_and_the_others_given_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let bytes: Vec<u8> = (0..4000u32).map(|i| (i * 13) as u8).collect();
+        let options = CacheOptions { block: 1024, ..CacheOptions::new(dir.path()) };
+        let source = CachedSource::new(Box::new(InMemory(bytes.clone())), options).unwrap();
+        let file = StoreFile::Data;
+        let ranges = [10..20, 1020..1030, 2100..2200, 3100..3200, 3990..4010, 1024..2048];
+        let lent = |source: &CachedSource| {
+            let mut got = Vec::new();
+            let waiting = source
+                .read_at_hand(file, &ranges, &mut |k, l| {
+                    assert_eq!((l.total, l.version), (4000, Some("v1")));
+                    got.push((k, l.bytes.to_vec()));
+                    Ok(())
+                })
+                .unwrap();
+            (got, waiting)
+        };
+        // Nothing is known before the first read.
+        assert_eq!(lent(&source), (vec![], vec![0, 1, 2, 3, 4, 5]));
+        // A block's first read fetches it, its next maps it.
+        for i in [0u64, 1, 3, 0, 1, 3] {
+            let req = ReadRequest { file, range: i * 1024..i * 1024 + 1, if_version: None };
+            crate::remote::block_on(source.read(req)).unwrap();
+        }
+        // Blocks 0, 1 and 3 are mapped: a range across two blocks, one in
+        // block 2 and one past the end are given back.
+        let (got, waiting) = lent(&source);
+        let want: Vec<(usize, Vec<u8>)> = [0, 3, 5]
+            .into_iter()
+            .map(|k: usize| (k, bytes[ranges[k].start as usize..ranges[k].end as usize].to_vec()))
+            .collect();
+        assert_eq!((got, waiting), (want, vec![1, 2, 4]));
+        // An error from the borrower stops the reads.
+        let failed = source.read_at_hand(file, &ranges, &mut |_, _| Err(Error::Cancelled));
+        assert!(matches!(failed, Err(Error::Cancelled)));
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! store rewritten under a reader is an error naming the file, never mixed
 //! data), and the reads spent.
 
-use super::transport::{RangeRead, Ranged, ReadRequest};
+use super::transport::{Lent, RangeRead, Ranged, ReadRequest};
 use crate::format::{StoreFile, StoreInfo};
 use crate::{Error, Result};
 use std::ops::Range;
@@ -73,26 +73,55 @@ impl<T: RangeRead> StoreFiles<T> {
         allow_short: bool,
         data_rules: Option<&StoreInfo>,
     ) -> Result<Ranged> {
+        let got = self.transport.read(self.request(file, range.clone())).await?;
+        let lent = Lent { bytes: &got.bytes, total: got.total, version: got.version.as_deref() };
+        self.accept(file, &range, lent, allow_short, data_rules)?;
+        Ok(got)
+    }
+
+    /// Lend each of `ranges` of `file` the transport has at hand to
+    /// `each(k, bytes)` (see [`RangeRead::read_at_hand`]), checked as
+    /// [`StoreFiles::read`] checks; the `k`s of the others.
+    ///
+    /// # Errors
+    /// `StoreChanged`, `Remote` for a short answer, and `each`'s.
+    pub fn read_at_hand(
+        &self,
+        file: StoreFile,
+        ranges: &[Range<u64>],
+        data_rules: Option<&StoreInfo>,
+        mut each: impl FnMut(usize, &[u8]) -> Result<()>,
+    ) -> Result<Vec<usize>> {
+        self.transport.read_at_hand(file, ranges, &mut |k, lent| {
+            add(&self.counters.reads[file as usize], 1);
+            self.accept(file, &ranges[k], lent, false, data_rules)?;
+            each(k, lent.bytes)
+        })
+    }
+
+    /// A read of `range` of `file`, counted, pinned to the version seen
+    /// first when the store asks for that.
+    fn request(&self, file: StoreFile, range: Range<u64>) -> ReadRequest {
         let if_version = if self.if_match {
             lock(&self.first)[file as usize].as_ref().and_then(|f| f.version.clone())
         } else {
             None
         };
         add(&self.counters.reads[file as usize], 1);
-        let got = self.transport.read(ReadRequest { file, range: range.clone(), if_version }).await?;
-        add(&self.counters.bytes, got.bytes.len() as u64);
-        self.accept(file, &range, got, allow_short, data_rules)
+        ReadRequest { file, range, if_version }
     }
 
-    /// Check an answer against the file's first answer, then its length.
+    /// Check an answer against the file's first answer, then its length;
+    /// count its bytes.
     fn accept(
         &self,
         file: StoreFile,
         range: &Range<u64>,
-        got: Ranged,
+        got: Lent<'_>,
         allow_short: bool,
         data_rules: Option<&StoreInfo>,
-    ) -> Result<Ranged> {
+    ) -> Result<()> {
+        add(&self.counters.bytes, got.bytes.len() as u64);
         let where_ = || self.transport.locate(file);
         let changed = |why: String| Error::StoreChanged { url: where_(), why };
         {
@@ -103,7 +132,7 @@ impl<T: RangeRead> StoreFiles<T> {
                     return Err(changed(format!("{file} was {} bytes, now {}", f.size, got.total)))
                 }
                 Some(f) => {
-                    if let (Some(was), Some(now)) = (&f.version, &got.version) {
+                    if let (Some(was), Some(now)) = (&f.version, got.version) {
                         if was != now {
                             return Err(changed(format!("{file} had ETag {was}, now {now}")));
                         }
@@ -113,7 +142,7 @@ impl<T: RangeRead> StoreFiles<T> {
                     if let (StoreFile::Data, Some(info)) = (file, data_rules) {
                         info.check_data_size(got.total)?;
                     }
-                    *first = Some(FirstAnswer { size: got.total, version: got.version.clone() });
+                    *first = Some(FirstAnswer { size: got.total, version: got.version.map(str::to_owned) });
                 }
             }
         }
@@ -130,6 +159,6 @@ impl<T: RangeRead> StoreFiles<T> {
                 ),
             });
         }
-        Ok(got)
+        Ok(())
     }
 }

@@ -37,7 +37,7 @@ pub use http::{network_hint as cors_hint, HttpError, HttpGet, HttpRanges, HttpRe
 pub use options::{CacheStats, RemoteOptions, RemoteSizes, RemoteStats};
 pub use pages::LOC_PAGE;
 pub use store::RemoteStore;
-pub use transport::{LocalBoxFuture, RangeRead, Ranged, ReadRequest};
+pub use transport::{Lent, LocalBoxFuture, RangeRead, Ranged, ReadRequest};
 
 cfg_if::cfg_if! {
     if #[cfg(feature = "http")] {

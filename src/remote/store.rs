@@ -242,13 +242,21 @@ impl<T: RangeRead> RemoteStore<T> {
         mut each: impl FnMut(usize, &[u8]) -> Result<()>,
     ) -> Result<()> {
         let data_rules = (file == StoreFile::Data).then(|| self.info());
+        // Bytes at hand (a cache's mapped blocks) are decoded straight from
+        // where they lie; only the rest become requests.
+        let ranges: Vec<Range<u64>> = reads.fetches().iter().map(|f| f.range.clone()).collect();
+        let waiting = self.files.read_at_hand(file, &ranges, data_rules, |f, bytes| {
+            reads.members(f, bytes).try_for_each(|(m, src)| each(m, src))
+        })?;
+        if waiting.is_empty() {
+            return Ok(());
+        }
         let clock = || self.files.transport.now();
         let t0 = clock();
-        let futures: Vec<LocalBoxFuture<'_, Result<Timed>>> = reads
-            .fetches()
+        let futures: Vec<LocalBoxFuture<'_, Result<Timed>>> = waiting
             .iter()
-            .map(|f| {
-                let range = f.range.clone();
+            .map(|&f| {
+                let range = reads.fetches()[f].range.clone();
                 Box::pin(async move {
                     let start = clock();
                     let bytes = self.files.read(file, range, false, data_rules).await?.bytes;
@@ -258,7 +266,8 @@ impl<T: RangeRead> RemoteStore<T> {
             })
             .collect();
         let (mut quickest, mut received) = (None::<Duration>, 0u64);
-        for_each_bounded(futures, self.options.concurrency, |f, (bytes, took)| {
+        for_each_bounded(futures, self.options.concurrency, |w, (bytes, took)| {
+            let f = waiting[w];
             quickest = match (quickest, took) {
                 (Some(q), Some(t)) => Some(q.min(t)),
                 (q, t) => q.or(t),

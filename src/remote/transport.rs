@@ -44,6 +44,17 @@ pub struct Ranged {
     pub version: Option<String>,
 }
 
+/// What [`RangeRead::read_at_hand`] lends: a [`Ranged`] that borrows its bytes.
+#[derive(Clone, Copy, Debug)]
+pub struct Lent<'a> {
+    /// As [`Ranged::bytes`].
+    pub bytes: &'a [u8],
+    /// As [`Ranged::total`].
+    pub total: u64,
+    /// As [`Ranged::version`].
+    pub version: Option<&'a str>,
+}
+
 /// Where a remote store's bytes come from.
 ///
 /// ```
@@ -113,6 +124,24 @@ pub trait RangeRead {
         false
     }
 
+    /// Lend each of `ranges` of `file` whose bytes are at hand with no
+    /// waiting (a node-local cache's mapped blocks) to `with(k, bytes)`,
+    /// and answer the others' `k`s, in order, for the caller to
+    /// [`read`](RangeRead::read): no future, buffer or copy per range,
+    /// which is most of what a hit costs. The default has nothing at hand.
+    ///
+    /// # Errors
+    /// The first of `with`'s.
+    fn read_at_hand(
+        &self,
+        file: StoreFile,
+        ranges: &[Range<u64>],
+        with: &mut dyn FnMut(usize, Lent<'_>) -> Result<()>,
+    ) -> Result<Vec<usize>> {
+        let _ = (file, with);
+        Ok((0..ranges.len()).collect())
+    }
+
     /// Read `range` of the file at `path` (`/`-separated, relative to the
     /// directory this transport reads): a dataset's manifest beside its
     /// shards. Transports that only know a store's own files refuse.
@@ -156,6 +185,14 @@ macro_rules! forward_range_read {
             }
             fn prefetches(&self) -> bool {
                 (**self).prefetches()
+            }
+            fn read_at_hand(
+                &self,
+                file: StoreFile,
+                ranges: &[Range<u64>],
+                with: &mut dyn FnMut(usize, Lent<'_>) -> Result<()>,
+            ) -> Result<Vec<usize>> {
+                (**self).read_at_hand(file, ranges, with)
             }
         }
     };
