@@ -1,24 +1,28 @@
 //! The node-local cache against direct remote gathers and the local disk
 //! (`cargo bench --bench cache`): 100,000 records of 2 KiB int32 tokens,
 //! zstd, behind a server that answers every request after 20 ms. Each row is
-//! one epoch (391 global IID batches of 256) read by 4 processes at once, each
-//! its shard r/4 through the loader (2 workers, prefetch 4, look-ahead 8
-//! steps): straight from the server; through one cache directory, the first
-//! epoch (cold) and the second (the same processes read on after an untimed
-//! first, as a training run does); the second epoch from the store on the
-//! local disk; and a warm cache read by new processes (which check each
-//! block whole once and learn each file's version with a request). Every process checks every batch it received against the
-//! local store (an XXH3 over the batches, compared after the timed loop).
+//! read by 4 processes at once, each its shard r/4 through the loader (2
+//! workers, prefetch 4, look-ahead 8 steps; an epoch is 391 global IID
+//! batches of 256): one epoch straight from the server; through one cache
+//! directory, the first epoch (cold), then epochs 2-4 (the same processes
+//! read on after an untimed first, as a training run does; `--later N`
+//! times N epochs); epochs 2-4 from the store on the local disk; and one
+//! epoch from a warm cache by new processes (which check each block whole
+//! once and learn each file's version with a request). Every process checks
+//! every batch it received against the local store (an XXH3 over the
+//! batches, compared after the timed loop). Each row gives records/s (the
+//! processes' rates added) and records per CPU-second of the processes
+//! (every thread: loader workers, look-ahead, runtime).
 //!
 //! ```text
-//! cargo bench --bench cache                         # full run (warm and local: median of 5 each)
+//! cargo bench --bench cache                         # full run (later epochs: median of 5 rounds each)
 //! cargo bench --bench cache -- --json out.json      # also write the rows as JSON
 //! cargo test --release --bench cache -- --quick     # smoke run (10,000 records)
 //! ```
 //!
 //! Reported as ratios of one run: requests per epoch direct / cached
-//! (target >= 100x), the warm epoch's records/s / the local disk's (>= 0.9x),
-//! the cold epoch's / direct (>= 1x).
+//! (target >= 100x), the later epochs' records/s / the local disk's
+//! (>= 0.9x), the cold epoch's / direct (>= 1x).
 
 mod common;
 #[path = "../tests/common/latency.rs"]
@@ -73,7 +77,7 @@ fn worker(args: &[String]) {
         indices.push(step.indices().to_vec());
     }
     let cache_before = cache::stats();
-    let (t0, cpu0) = (Instant::now(), process_cpu());
+    let (t0, cpu0, began) = (Instant::now(), process_cpu(), unix_secs());
     for _ in 0..steps {
         let step = loader.next_batch().expect("batch");
         let bytes = step.dense("tokens").expect("dense").bytes();
@@ -93,6 +97,8 @@ fn worker(args: &[String]) {
         "records": records,
         "secs": secs,
         "cpu_secs": cpu_secs,
+        "began": began,
+        "ended": began + secs,
         "open_and_run_secs": opened.elapsed().as_secs_f64(),
         "gets": c.gets - cache_before.gets,
         "bytes_fetched": c.bytes_fetched - cache_before.bytes_fetched,
@@ -101,6 +107,11 @@ fn worker(args: &[String]) {
         "fetched_ahead": fetched_ahead,
     });
     println!("{v}");
+}
+
+/// Now, in seconds since 1970 (the same clock in every process).
+fn unix_secs() -> f64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64())
 }
 
 /// CPU time of every thread of this process so far (the loader's workers
@@ -148,6 +159,9 @@ fn epoch(
         .collect();
     let wall = t0.elapsed().as_secs_f64();
     let sum = |k: &str| outs.iter().map(|o| o[k].as_f64().unwrap_or(0.0)).sum::<f64>();
+    let fold = |f: fn(f64, f64) -> f64, k: &str| {
+        outs.iter().map(|o| o[k].as_f64().unwrap_or(f64::NAN)).reduce(f).unwrap_or(f64::NAN)
+    };
     let records = sum("records");
     let requests = match (server, before) {
         (Some(s), Some(b)) => (s.requests() - b) as f64,
@@ -159,6 +173,7 @@ fn epoch(
         "wall_secs": wall,
         "records_per_s": outs.iter().map(|o| o["records"].as_f64().unwrap() / o["secs"].as_f64().unwrap()).sum::<f64>(),
         "records_per_s_wall": records / wall,
+        "records_per_s_node": records / (fold(f64::max, "ended") - fold(f64::min, "began")),
         "records_per_cpu_s": records / sum("cpu_secs"),
         "server_requests": requests,
         "cache_misses": sum("misses"),
@@ -215,7 +230,12 @@ fn main() {
     let cache_dir = root.path().join("cache");
     let none = root.path().join("no-cache");
     let d = dir.to_str().unwrap();
-    let (first, second) = ((0, steps), (steps, steps));
+    // The epochs after the first are timed together: one lasts about a
+    // quarter of a second a process here, too short to tell 10% apart on a
+    // shared machine.
+    let later: u64 =
+        args.iter().position(|a| a == "--later").map_or(3, |i| args[i + 1].parse().expect("--later N"));
+    let (first, second) = ((0, steps), (steps, later * steps));
     let mut rows = vec![
         epoch("direct remote gathers", "direct", &url, &none, &dir, first, Some(&server)),
         epoch("cache, first epoch (cold)", "cache", &url, &cache_dir, &dir, first, Some(&server)),
@@ -225,21 +245,23 @@ fn main() {
     // untimed first) alternate, and each reports its median.
     let (mut warm, mut local) = (Vec::new(), Vec::new());
     for _ in 0..rounds {
-        let name = "cache, second epoch";
+        let name = &format!("cache, epochs 2-{}", later + 1);
         warm.push(epoch(name, "cache", &url, &cache_dir, &dir, second, Some(&server)));
-        local.push(epoch("local disk, second epoch", "local", d, &none, &dir, second, None));
+        let name = &format!("local disk, epochs 2-{}", later + 1);
+        local.push(epoch(name, "local", d, &none, &dir, second, None));
     }
     rows.push(median_row(warm));
     rows.push(median_row(local));
     rows.push(epoch("cache, warm, new processes", "cache", &url, &cache_dir, &dir, first, Some(&server)));
-    println!("\n| epoch, 4 processes | records/s | records per CPU-s | wall s | server requests | cache misses | MiB fetched | MiB fetched ahead |");
-    println!("|---|---:|---:|---:|---:|---:|---:|---:|");
+    println!("\n| epoch, 4 processes | records/s | node records/s | records per CPU-s | wall s | server requests | cache misses | MiB fetched | MiB fetched ahead |");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
     for r in &rows {
         let g = |k: &str| r[k].as_f64().unwrap_or(f64::NAN);
         println!(
-            "| {} | {:.0} | {:.0} | {:.2} | {:.0} | {:.0} | {:.1} | {:.1} |",
+            "| {} | {:.0} | {:.0} | {:.0} | {:.2} | {:.0} | {:.0} | {:.1} | {:.1} |",
             r["name"].as_str().unwrap(),
             g("records_per_s"),
+            g("records_per_s_node"),
             g("records_per_cpu_s"),
             g("wall_secs"),
             g("server_requests"),
@@ -252,6 +274,7 @@ fn main() {
     let fewer = g(0, "server_requests") / g(1, "server_requests");
     let warm_vs_local = g(2, "records_per_s") / g(3, "records_per_s");
     let warm_vs_local_cpu = g(2, "records_per_cpu_s") / g(3, "records_per_cpu_s");
+    let warm_vs_local_node = g(2, "records_per_s_node") / g(3, "records_per_s_node");
     let cold_vs_direct = g(1, "records_per_s") / g(0, "records_per_s");
     let verdict = |ok: bool| if ok { "met" } else { "MISSED" };
     println!("\nratios (one run):");
@@ -260,10 +283,11 @@ fn main() {
         verdict(fewer >= 100.0)
     );
     println!(
-        "  second epoch records/s / local disk: {warm_vs_local:.2}x (target >= 0.9x): {}",
+        "  later epochs records/s / local disk: {warm_vs_local:.2}x (target >= 0.9x): {}",
         verdict(warm_vs_local >= 0.9)
     );
-    println!("  second epoch records per CPU-second / local disk: {warm_vs_local_cpu:.2}x (what the rate is when the cores are the limit)");
+    println!("  later epochs node records/s (all records over first start to last end) / local disk: {warm_vs_local_node:.2}x");
+    println!("  later epochs records per CPU-second / local disk: {warm_vs_local_cpu:.2}x (what the rate is when the cores are the limit)");
     println!(
         "  first epoch records/s / direct: {cold_vs_direct:.2}x (target >= 1x): {}",
         verdict(cold_vs_direct >= 1.0)
@@ -271,7 +295,7 @@ fn main() {
     if let Some(path) = json_out {
         let doc = json!({"quick": quick, "records": n, "world": WORLD, "steps": steps, "latency_ms": 20,
             "load_average_end": load_average(), "rows": rows,
-            "ratios": {"requests_direct_over_cached": fewer, "warm_over_local": warm_vs_local, "warm_over_local_cpu": warm_vs_local_cpu,
+            "ratios": {"requests_direct_over_cached": fewer, "warm_over_local": warm_vs_local, "warm_over_local_cpu": warm_vs_local_cpu, "warm_over_local_node": warm_vs_local_node,
                        "cold_over_direct": cold_vs_direct}});
         std::fs::write(&path, serde_json::to_string_pretty(&doc).expect("json")).expect("write --json");
         println!("\nresults written to {}", path.display());

@@ -277,6 +277,14 @@ impl RangeRead for CachedSource {
             runtime::spawn_blocking(move || shared.read(&req)).await.unwrap_or(Err(Error::Cancelled))
         })
     }
+    /// Every block of `file` mapped here (held maps are let go when found
+    /// evicted, at most a second after, see [`Held::fresh`]).
+    fn holds_all(&self, file: StoreFile) -> bool {
+        let Some(Known::Cached(v)) = self.shared.known(file) else { return false };
+        let blocks = v.total.div_ceil(self.shared.options.block);
+        let open = lock(&self.shared.open);
+        (open.len() as u64) >= blocks && (0..blocks).all(|i| open.contains_key(&(file, i)))
+    }
     /// Ranges within one block this process has mapped (checked, and
     /// still named within the last second): lent from the map.
     fn read_at_hand(
@@ -850,6 +858,13 @@ mod tests {
             .map(|k: usize| (k, bytes[ranges[k].start as usize..ranges[k].end as usize].to_vec()))
             .collect();
         assert_eq!((got, waiting), (want, vec![1, 2, 4]));
+        // A look-ahead has something to bring close until every block is mapped.
+        assert!(!source.holds_all(file));
+        for _ in 0..2 {
+            let req = ReadRequest { file, range: 2048..2049, if_version: None };
+            crate::remote::block_on(source.read(req)).unwrap();
+        }
+        assert!(source.holds_all(file));
         // An error from the borrower stops the reads.
         let failed = source.read_at_hand(file, &ranges, &mut |_, _| Err(Error::Cancelled));
         assert!(matches!(failed, Err(Error::Cancelled)));

@@ -124,6 +124,15 @@ pub trait RangeRead {
         false
     }
 
+    /// Whether every byte of `file` is at hand (see
+    /// [`RangeRead::read_at_hand`]), so that a look-ahead has nothing to
+    /// bring close: a warm cache answers without the records' locations
+    /// being looked up for each future step.
+    fn holds_all(&self, file: StoreFile) -> bool {
+        let _ = file;
+        false
+    }
+
     /// Lend each of `ranges` of `file` whose bytes are at hand with no
     /// waiting (a node-local cache's mapped blocks) to `with(k, bytes)`,
     /// and answer the others' `k`s, in order, for the caller to
@@ -185,6 +194,9 @@ macro_rules! forward_range_read {
             }
             fn prefetches(&self) -> bool {
                 (**self).prefetches()
+            }
+            fn holds_all(&self, file: StoreFile) -> bool {
+                (**self).holds_all(file)
             }
             fn read_at_hand(
                 &self,
