@@ -208,3 +208,63 @@ fn dataset_pushes_manifest_last_and_opens_from_the_bucket() {
     let sums = ok(&moto, &[&"checksum", &"--column", &"x", &url]);
     assert_eq!(sums.lines().count(), 10);
 }
+
+/// A copy of the dataset fixture at `dir` with one more committed shard
+/// (version 2) of one record whose values come from `seed`.
+fn fixture_with_a_shard(dir: &std::path::Path, seed: f32) {
+    use zrecord::dataset::writer::{commit, ColumnDef, CommitMode, ShardWriter};
+    use zrecord::{Codec, CreateOptions, Geometry};
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/dataset-v1");
+    let copied = Command::new("cp").arg("-r").arg(&fixture).arg(dir).status().unwrap();
+    assert!(copied.success());
+    let columns = vec![
+        ColumnDef {
+            name: "x".into(),
+            dtype: "<f4".into(),
+            geometry: Geometry::Dense { item_shape: vec![2] },
+            options: CreateOptions::codec(Codec::Zstd),
+        },
+        ColumnDef {
+            name: "tokens".into(),
+            dtype: "<u2".into(),
+            geometry: Geometry::Ragged,
+            options: CreateOptions::codec(Codec::Raw),
+        },
+    ];
+    let mut w = ShardWriter::create(dir, columns).unwrap();
+    w.column("x").unwrap().append_typed(&[seed, -seed]).unwrap();
+    w.column("tokens").unwrap().append_ragged(&[(&[1u64][..], &[7u8, 0][..])]).unwrap();
+    let info = w.finish().unwrap();
+    commit(dir.to_str().unwrap(), &[info], CommitMode::Append).unwrap();
+}
+
+/// A push never replaces a bucket's dataset whose history differs from the
+/// local copy's: a version of the same number with other shards (another
+/// writer's commit), or a newer version (the push would roll readers
+/// back). Each is refused before anything is uploaded, naming the version.
+#[test]
+fn a_dataset_push_never_replaces_another_writers_commit() {
+    let moto = Moto::start();
+    let tmp = tempfile::tempdir().unwrap();
+    let (mine, theirs) = (tmp.path().join("mine"), tmp.path().join("theirs"));
+    fixture_with_a_shard(&mine, 1.5);
+    fixture_with_a_shard(&theirs, 2.5);
+    let url = moto.url("datasets/shared");
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/dataset-v1");
+    ok(&moto, &[&"push", &fixture, &url]);
+    // Version 1 is the same: version 2 goes up over it.
+    ok(&moto, &[&"push", &mine, &url]);
+    let x = |moto: &Moto| ok(moto, &[&"get", &"--column", &"x", &url, &"10"]);
+    let pushed = x(&moto);
+    assert!(pushed.contains("1.5"), "{pushed}");
+    let objects = |moto: &Moto| ok(moto, &[&"info", &"--json", &url]);
+    let before = objects(&moto);
+    // Another copy's version 2 differs: refused, naming it; nothing changed.
+    let err = failed(zrecord(&moto, None, &[&"push", &theirs, &url]));
+    assert!(err.contains("version 2 differs"), "{err}");
+    assert_eq!((x(&moto), objects(&moto)), (pushed.clone(), before.clone()));
+    // The fixture alone (version 1) would roll the bucket back: refused.
+    let err = failed(zrecord(&moto, None, &[&"push", &fixture, &url]));
+    assert!(err.contains("newer than this copy's 1"), "{err}");
+    assert_eq!((x(&moto), objects(&moto)), (pushed, before));
+}

@@ -5,14 +5,16 @@
 //! `zrecord push DATASET_DIR URL`: every shard store a committed version
 //! names (each pushed as above), then `versions/*.json`, then `zrecord.json`
 //! last, so a reader of the bucket never meets a manifest naming a shard
-//! that is not all there. Uncommitted shards stay behind.
+//! that is not all there. Uncommitted shards stay behind. A bucket whose
+//! dataset has a newer version, or a version of the same number with other
+//! contents, is refused before anything is uploaded.
 
 use super::common::{io_fail, size, CliResult, Ctx, Out};
 use super::records::is_local_dataset;
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use zrecord::dataset::{layout, Manifest};
-use zrecord::remote::push::{push, push_files_in_order, PushAction, PushOptions, PushedFile};
+use zrecord::remote::push::{push, push_files_in_order, read_object, PushAction, PushOptions, PushedFile};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -76,6 +78,45 @@ pub fn run(ctx: &Ctx, a: Args) -> CliResult {
     out.flush()
 }
 
+/// Refuse, before anything is uploaded, to push over a dataset in the
+/// bucket whose history differs from this copy's: one with a newer version
+/// (the push would roll its readers back), or a version of the same number
+/// with other contents (another writer committed there; the push would
+/// replace that commit). Costs one read per version the bucket has.
+fn same_history(url: &str, versions: &[(u64, PathBuf)], newest: u64) -> CliResult<()> {
+    let Some(theirs) = read_object(url, layout::MANIFEST)? else { return Ok(()) };
+    let theirs = Manifest::parse(url, &theirs)?.version;
+    let conflict =
+        |version, why: String| zrecord::Error::CommitConflict { dataset: url.to_string(), version, why };
+    if theirs > newest {
+        return Err(conflict(
+            theirs,
+            format!(
+                "the bucket's dataset is at version {theirs}, newer than this copy's {newest}: pushing would roll \
+                 its readers back; push to a new prefix, or append to the bucket's dataset with commit"
+            ),
+        )
+        .into());
+    }
+    for (n, path) in versions.iter().filter(|(n, _)| *n <= theirs) {
+        let mine = std::fs::read(path).map_err(|e| io_fail(path, "read", e))?;
+        match read_object(url, &layout::version_path(*n))? {
+            Some(bytes) if bytes != mine => {
+                return Err(conflict(
+                    *n,
+                    format!(
+                        "the bucket's version {n} differs from this copy's: another writer committed to the \
+                         bucket's dataset; push to a new prefix, or append to the bucket's dataset with commit"
+                    ),
+                )
+                .into())
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
 /// Push the dataset at `root`: the shard stores every committed version
 /// names, then the versions, then the manifest.
 fn push_dataset(ctx: &Ctx, root: &Path, url: &str, options: PushOptions) -> CliResult<Vec<PushedFile>> {
@@ -96,6 +137,7 @@ fn push_dataset(ctx: &Ctx, root: &Path, url: &str, options: PushOptions) -> CliR
     let newest = root.join(layout::MANIFEST);
     let bytes = std::fs::read(&newest).map_err(|e| io_fail(&newest, "read", e))?;
     manifests.push(Manifest::parse(&name, &bytes)?);
+    same_history(url, &versions, manifests.last().map_or(0, |m| m.version))?;
     // Each store once, in the order the versions name them.
     let mut stores: Vec<String> = Vec::new();
     let mut seen = std::collections::HashSet::new();

@@ -13,8 +13,8 @@ use super::runtime;
 use crate::format::StoreFile;
 use crate::{Error, Result, Store};
 use object_store::{
-    Attribute, Attributes, GetOptions, ObjectStore, PutMultipartOptions, PutOptions, PutPayload,
-    WriteMultipart,
+    Attribute, Attributes, GetOptions, ObjectStore, ObjectStoreExt, PutMultipartOptions, PutOptions,
+    PutPayload, WriteMultipart,
 };
 use sha2::{Digest, Sha256};
 use std::io::Read;
@@ -222,6 +222,27 @@ async fn push_files(
         out.push(PushedFile { name, size, action, e_tag: got_tag, url });
     }
     Ok(out)
+}
+
+/// The object `url/name` whole (`name` may hold `/`), or `None` when it is
+/// missing: a dataset's manifests, read before a push replaces them.
+///
+/// # Errors
+/// `Remote` (refused credentials named).
+pub fn read_object(url: &str, name: &str) -> Result<Option<Vec<u8>>> {
+    let bucket = Bucket::from_url(url, BucketRetry::default())?;
+    let (at, object) = (format!("{}{name}", bucket.url), bucket.object_at(name));
+    runtime::block_on(async move {
+        let got = match bucket.store.get(&object).await {
+            Ok(got) => got.bytes().await,
+            Err(e) => Err(e),
+        };
+        match got {
+            Ok(bytes) => Ok(Some(bytes.to_vec())),
+            Err(object_store::Error::NotFound { .. }) => Ok(None),
+            Err(e) => Err(convert(&at, e)),
+        }
+    })
 }
 
 /// Push the store in `dir` to `url` (`s3://bucket/prefix/store`, ...),
