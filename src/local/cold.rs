@@ -3,17 +3,16 @@
 //! so the device has as many reads in flight as the batch has records (up
 //! to [`DEPTH`]) instead of one per gathering thread.
 //!
-//! Measured on this VM's disk (2 cores; cold random records, every method
-//! reading records of its own, the file evicted before each round; numbers
-//! in benches/results/bigger_than_memory.md, "io_uring against a pool of
-//! preads"): 64 KiB records, 64 threads 9,270-10,383 records/s, against
-//! 4,796-5,644 for the reader before (`POSIX_FADV_WILLNEED` for the whole
-//! batch, then pread on the gather's 2 threads: the advice does not return
-//! before the reads are done here, 0.33 s of 0.59 s went into it), and
-//! 3,454-4,460 for io_uring's buffered reads 64 in flight (the `io-uring`
-//! crate; its `O_DIRECT` reads matched the pool but skip the page cache and
-//! need aligned ranges). 2 KiB zstd token blocks: 38,425 against 21,672
-//! (io_uring 21,908).
+//! Measured on this VM's disk with `benches/cold_io` (2 cores; cold random
+//! records, every method reading records of its own; numbers in
+//! benches/results/bigger_than_memory.md): 64 KiB records, 64 threads
+//! 8,623-11,112 records/s against 4,796-7,554 for the reader before
+//! (`POSIX_FADV_WILLNEED` for the whole batch, then pread on the gather's
+//! 2 threads: the advice waits for its reads here) and 3,454-9,500 for
+//! io_uring's buffered reads 64 in flight (the `io-uring` crate: no clear
+//! win, so no dependency). `O_DIRECT` reads, through io_uring or this
+//! pool, were faster still in one run (about 15,000) but need aligned
+//! ranges and skip the pages already cached.
 
 use super::work::{self, Made};
 use crate::source::ByteSource;
@@ -23,10 +22,10 @@ use std::io;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
 
-/// Reads in flight for one cold batch, at most: the queue depth at which
-/// this VM's disk gave its best `O_DIRECT` random reads (`zrecord bench
-/// --cold`), and what a batch of 256 keeps busy. Threads blocked in a read
-/// cost no CPU.
+/// Reads in flight for one cold batch, at most: the deepest queue `zrecord
+/// bench --cold` measures the device at (its best came at depths 8 to 64
+/// across runs), a quarter of a batch of 256. Threads blocked in a read
+/// cost no CPU; 16 threads read 7-16% slower than 64.
 pub(crate) const DEPTH: usize = 64;
 
 /// This process's read pool, made on first use (a child made by `fork` makes
