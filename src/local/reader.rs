@@ -617,10 +617,12 @@ impl Store {
         dst: &mut [u8],
         ahead: &[u8],
     ) -> Result<()> {
+        if let Some(staged) = mem.staged {
+            return plan.decode(k, staged.record(k), dst);
+        }
         match mem.data {
             // The location is checked: `offset + phys_length <= tail_offset`.
             Some(d) => plan.decode_ahead(k, &d[loc.offset as usize..loc.end() as usize], dst, ahead),
-            None if mem.staged.is_some() => plan.decode(k, mem.staged.expect("staged").record(k), dst),
             None if self.codec() == Codec::Raw && !plan.fetches_ahead() => {
                 mem.src.read_exact_at(loc.offset, dst).map_err(|e| self.io_err(StoreFile::Data, e))
             }
