@@ -18,7 +18,7 @@
 #   3. the cgroup's peak memory: the readers' memory stays bounded by the
 #      limit, whatever the store's size.
 # On raw64k (3 GiB of 64 KiB records) under a 1 GiB limit the whole run takes
-# about 3 minutes.
+# about 25 s (results: benches/results/bigger_than_memory.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 store=${1:?usage: sudo bash benches/bigger_than_memory.sh STORE [LIMIT_MIB]}

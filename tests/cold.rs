@@ -1,6 +1,6 @@
 //! Gathers of stores whose pages are not in memory: the local reader then
-//! asks the OS for the whole batch and reads it with pread (src/local/reader.rs,
-//! `Store::access`). The cold path reads exactly what the warm one reads,
+//! reads every record of the batch at once with pread, many reads in
+//! flight (src/local/reader.rs, `Store::access`; src/local/cold.rs). The cold path reads exactly what the warm one reads,
 //! checked gathers included, and a hostile location is an error there too.
 //!
 //! Stores live under cargo's target dir, not /tmp (which may be tmpfs,
@@ -11,8 +11,11 @@ mod common;
 
 use common::{patch, Rng};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use zrecord::format::{Verify, LOC_SIZE, PAGE_SIZE};
 use zrecord::local::cache;
+use zrecord::source::{memory::MemorySource, ByteSource};
 use zrecord::{Backend, Codec, CreateOptions, OpenOptions, Records, Store, Writer};
 
 fn scratch(name: &str) -> PathBuf {
@@ -61,9 +64,11 @@ fn rss_file() -> u64 {
     line.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap() * 1024
 }
 
+/// 300 random records, then the first and the last (a cold read of the
+/// last one's aligned span runs past the end of data.zr).
 fn indices() -> Vec<u64> {
     let mut rng = Rng(5);
-    (0..300).map(|_| rng.below(3000) as u64).collect()
+    (0..300).map(|_| rng.below(3000) as u64).chain([0, 2999]).collect()
 }
 
 #[test]
@@ -197,5 +202,60 @@ fn a_batch_whose_first_record_is_resident_among_cold_ones_reads_cold() {
     assert_eq!(store.cold_gathers(), 1, "a batch led by a resident record read warm");
     for k in 0..idx.len() {
         assert_eq!(got.record(k), want.record(k), "record {k}");
+    }
+}
+
+/// A source that counts the reads in flight at once, each taking a few
+/// milliseconds, and says every byte is out of memory.
+struct InFlight {
+    bytes: MemorySource,
+    now: AtomicUsize,
+    most: Arc<AtomicUsize>,
+}
+
+impl ByteSource for InFlight {
+    fn size(&self) -> u64 {
+        self.bytes.size()
+    }
+    fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
+        let now = self.now.fetch_add(1, Ordering::SeqCst) + 1;
+        self.most.fetch_max(now, Ordering::SeqCst);
+        std::thread::sleep(std::time::Duration::from_millis(3));
+        self.now.fetch_sub(1, Ordering::SeqCst);
+        self.bytes.read_exact_at(offset, buf)
+    }
+    fn is_resident(&self, _offset: u64) -> Option<bool> {
+        Some(false)
+    }
+}
+
+/// A cold batch's records are read together, many at once (the device's
+/// queue kept full), not one per gathering thread; what they decode to is
+/// what a warm gather gives. Dense and Ragged, raw and zstd.
+#[test]
+fn a_cold_batch_has_many_reads_in_flight() {
+    let _one = serial();
+    for (ragged, codec) in
+        [(false, Codec::Raw), (false, Codec::Zstd), (true, Codec::Raw), (true, Codec::Zstd)]
+    {
+        let dir = scratch(&format!("in-flight-{ragged}-{}", codec.name()));
+        write(&dir, ragged, codec);
+        let idx: Vec<u64> = indices().into_iter().take(64).collect();
+        let want = Store::open(&dir).unwrap().gather_any(&idx).unwrap();
+        let most = Arc::new(AtomicUsize::new(0));
+        let data = InFlight {
+            bytes: MemorySource::new(std::fs::read(dir.join("data.zr")).unwrap()),
+            now: AtomicUsize::new(0),
+            most: most.clone(),
+        };
+        let meta = MemorySource::new(std::fs::read(dir.join("meta.zr")).unwrap());
+        let store = Store::from_sources("in-flight", Box::new(meta), Box::new(data), None).unwrap();
+        let got = store.gather_any(&idx).unwrap();
+        assert_eq!(store.cold_gathers(), 1, "{ragged} {codec:?}");
+        for k in 0..idx.len() {
+            assert_eq!(got.record(k), want.record(k), "{ragged} {codec:?}: record {k}");
+        }
+        let most = most.load(Ordering::SeqCst);
+        assert!(most >= 16, "{ragged} {codec:?}: at most {most} reads in flight for 64 cold records");
     }
 }

@@ -86,6 +86,49 @@ def test_store_opened_in_parent_reads_in_child(store):
     assert np.array_equal(ds[idx], data[idx])
 
 
+def evict(path):
+    """Drop a store's files from the page cache (a no-op on tmpfs)."""
+    for name in os.listdir(path):
+        fd = os.open(os.path.join(path, name), os.O_RDONLY)
+        try:
+            os.fdatasync(fd)
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+
+
+def test_cold_gathers_in_parent_then_child(store):
+    """A cold batch's reads go to a pool of read threads (src/local/cold.rs):
+    a child forked after the parent made that pool makes its own, and so
+    does a grandchild, each reading cold after an eviction."""
+    root, data = store
+    evict(root / "d")
+    evict(root / "r")
+    ds = Dense.open(root / "d")
+    rs = Ragged.open(root / "r")
+    idx = np.random.default_rng(1).integers(0, 4000, 256)
+    assert np.array_equal(ds[idx], data[idx])
+    assert all(len(r) == i % 50 + 1 for r, i in zip(rs[idx], idx))
+
+    def child():
+        evict(root / "d")
+        evict(root / "r")
+        ok = np.array_equal(ds[idx[::-1]], data[idx[::-1]])
+        ok = ok and all(len(r) == i % 50 + 1 for r, i in zip(rs[idx[::-1]], idx[::-1]))
+        r2, w2 = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            evict(root / "d")
+            os.write(w2, b"1" if np.array_equal(ds[idx], data[idx]) else b"0")
+            os._exit(0)
+        os.waitpid(pid, 0)
+        return "ok" if ok and os.read(r2, 1) == b"1" else "bad"
+
+    assert run_in_child(child) == "ok"
+    evict(root / "d")
+    assert np.array_equal(ds[idx], data[idx])
+
+
 def test_dataloader_in_forked_child_raises(store):
     root, _ = store
     loader = DataLoader({"d": Dense.open(root / "d")}, batch_size=64)

@@ -22,7 +22,10 @@
 //! Where the system counts it (`/proc/self/io`), a local store's report
 //! also gives the bytes read from storage during the timed batches and
 //! their ratio to the records' stored bytes (read amplification: readahead
-//! a random read did not need; near 0 when the store was warm).
+//! a random read did not need; near 0 when the store was warm). A cold
+//! round also says how many of its batches the store read cold (its
+//! residency probe found records out of memory; the others went through
+//! its map): `per_round[].cold_batches`.
 //!
 //! `--json`: one object with `records_per_s`, `mib_per_s`, `p50_ms`,
 //! `p95_ms`, `p99_ms`, `mean_ms`, `first_batch_ms`, `open_ms`,
@@ -139,6 +142,9 @@ struct Round {
     stored_read: f64,
     /// What the cache did during the timed batches.
     cache: CacheStats,
+    /// Timed batches a local store read cold (its residency probe found
+    /// records out of memory): the rest went through its map.
+    cold_batches: Option<u64>,
 }
 
 impl Round {
@@ -157,6 +163,7 @@ impl Round {
             "device_read_bytes": self.device_read,
             "read_amplification": self.device_read.map(|b| b as f64 / self.stored_read),
             "cache": cache_json(&self.cache),
+            "cold_batches": self.cold_batches,
         })
     }
 }
@@ -235,7 +242,8 @@ pub fn run(ctx: &Ctx, a: Args) -> CliResult {
         }
         bar.set_message(format!("round {}/{}", r + 1, plan.rounds));
         let remote = store_of(&target).and_then(AnyStore::as_remote);
-        let mut round = one_round(&plan, r, target.one(column, "bench")?, remote, &bar)?;
+        let local = store_of(&target).and_then(AnyStore::as_local);
+        let mut round = one_round(&plan, r, target.one(column, "bench")?, (remote, local), &bar)?;
         round.open_ms = open_ms;
         rounds.push(round);
     }
@@ -338,7 +346,7 @@ fn one_round(
     plan: &Plan<'_>,
     round: u64,
     records: &dyn Records,
-    remote: Option<&zrecord::remote::BlockingStore>,
+    (remote, local): (Option<&zrecord::remote::BlockingStore>, Option<&zrecord::Store>),
     bar: &indicatif::ProgressBar,
 ) -> CliResult<Round> {
     let a = plan.a;
@@ -356,6 +364,7 @@ fn one_round(
     let stats0 = remote.map(|r| r.stats());
     let cache0 = zrecord::remote::cache::stats();
     let read0 = cache::process_read_bytes();
+    let cold0 = local.map(zrecord::Store::cold_gathers);
     let mut times = Vec::new();
     let batches = usize::try_from(a.batches).unwrap_or(usize::MAX);
     zrecord::format::batch::try_room(&mut times, batches)
@@ -398,6 +407,7 @@ fn one_round(
         device_read,
         stored_read,
         cache,
+        cold_batches: local.zip(cold0).map(|(s, c0)| s.cold_gathers() - c0),
     })
 }
 
@@ -531,8 +541,12 @@ fn text(v: &Value) -> Vec<String> {
                 .as_f64()
                 .map(|x| format!(", read {x:.2}x from device"))
                 .unwrap_or_default();
+            let cold = match (v["cold"] == true, r["cold_batches"].as_u64()) {
+                (true, Some(n)) => format!(", {n} of {} batches read cold", v["batches"]),
+                _ => String::new(),
+            };
             lines.push(format!(
-                "round {:<6} {:.0} records/s, {:.1} MiB/s, batch ms p50 {:.2} first {:.2}{open}{amp}",
+                "round {:<6} {:.0} records/s, {:.1} MiB/s, batch ms p50 {:.2} first {:.2}{open}{amp}{cold}",
                 i + 1,
                 g("records_per_s"),
                 g("mib_per_s"),

@@ -5,6 +5,7 @@
 
 pub mod cache;
 mod claim;
+mod cold;
 pub mod reader;
 pub mod seal;
 pub mod sys;

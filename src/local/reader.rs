@@ -3,7 +3,7 @@
 //! for large ones. It only knows how to get bytes (mmap or pread); every rule
 //! of a gather lives in [`crate::format::plan`].
 
-use super::{sys, work};
+use super::{cold, sys, work};
 use crate::format::batch::{try_room, DenseBatch, RaggedBatch};
 use crate::format::files::{DATA, DICT, META};
 use crate::format::plan::Expected;
@@ -28,7 +28,8 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Backend {
     /// Memory-mapped (zero-copy while the records are in memory; a batch
-    /// found cold is asked for whole and read with pread); the default.
+    /// found cold is read with pread, many reads in flight: `cold.rs`); the
+    /// default.
     #[default]
     Mmap,
     /// Positional reads (`pread`), for file systems where mapping is unwelcome.
@@ -458,14 +459,14 @@ impl Store {
             None => usize::try_from(self.len() * LOC_SIZE).ok().and_then(|n| self.meta.slice(PAGE_SIZE, n)),
         };
         let data = usize::try_from(self.info().header.tail_offset).ok().and_then(|n| self.data.slice(0, n));
-        InMemory { table, data, src: &*self.data }
+        InMemory { table, data, src: &*self.data, cold: false, staged: None }
     }
 
     /// How `plan`'s records are read: from memory ([`Store::in_memory`])
     /// while they are resident, else cold. A cold batch first asks the OS
-    /// for every record at once (its location entries, then its stored
-    /// bytes) so the device works on all of them together, then reads them
-    /// with pread: no map of cold pages, so the process's resident memory
+    /// for its location entries, then reads every record at once with
+    /// pread ([`cold::read_all`]) so the device works on all of them
+    /// together: no map of cold pages, so the process's resident memory
     /// stays its batches, not the store. `PROBES` records' residency is
     /// probed (a system call each) per gather, or per `WARM_RECORDS` records
     /// after a warm probe; after a cold probe the next `COLD_STICKY` gathers read
@@ -481,7 +482,7 @@ impl Store {
             return false;
         }
         self.cold_gathers.fetch_add(1, Ordering::Relaxed);
-        self.read_ahead(&self.in_memory(), plan);
+        self.read_ahead(plan);
         true
     }
 
@@ -495,7 +496,7 @@ impl Store {
             Some(pread) => pread,
             None => &*self.data,
         };
-        InMemory { table: warm.table, data: None, src }
+        InMemory { table: warm.table, data: None, src, cold: true, staged: None }
     }
 
     /// Whether `plan`'s records are (probably) not in memory.
@@ -524,40 +525,60 @@ impl Store {
         cold
     }
 
-    /// Ask the OS for every location entry of `plan` (unless the table is
-    /// owned), then for every record's stored bytes, without waiting.
-    fn read_ahead(&self, mem: &InMemory<'_>, plan: &GatherPlan<'_>) {
-        // A location table in memory (its first entry of the batch is)
-        // costs no system call per record.
+    /// Ask the OS for every location entry of `plan` without waiting,
+    /// unless the table is owned or its first entry of the batch is in
+    /// memory. (The records themselves are read by [`cold::read_all`]:
+    /// asking for them with `POSIX_FADV_WILLNEED` first, as before, waited
+    /// for the reads here, one at a time.)
+    fn read_ahead(&self, plan: &GatherPlan<'_>) {
         let first = RecordLoc::position(plan.indices()[0]);
         if self.table.is_none() && self.meta.is_resident(first) != Some(true) {
             for &i in plan.indices() {
                 self.meta.will_need(RecordLoc::position(i), LOC_SIZE);
             }
         }
-        let tail = self.info().header.tail_offset;
-        // Records that follow each other on disk (a scan) are asked for in
-        // one call.
-        let mut run = 0..0u64;
-        for &i in plan.indices() {
-            let loc = match mem.table {
-                Some(t) => RecordLoc::from_table(t, i as usize),
-                None => match self.loc_at(i) {
-                    Ok(loc) => loc,
-                    Err(_) => continue, // the gather reports it
-                },
-            };
-            // Not validated yet: never ask past the published bytes.
-            let end =
-                loc.offset.saturating_add(u64::from(loc.phys_length)).min(tail).max(loc.offset.min(tail));
-            if loc.offset == run.end {
-                run.end = end;
-                continue;
-            }
-            self.data.will_need(run.start, run.end - run.start);
-            run = loc.offset.min(tail)..end;
+    }
+
+    /// Read the stored bytes of a cold batch's checked `locs` into one
+    /// buffer, every record at once ([`cold::read_all`]).
+    fn stage(&self, mem: &InMemory<'_>, plan: &GatherPlan<'_>, locs: &[RecordLoc]) -> Result<Staged> {
+        let total = locs.iter().map(|l| l.phys_length as usize).sum();
+        let mut bytes = Vec::new();
+        try_room(&mut bytes, total).map_err(|e| plan.out_of_memory(e, "a cold batch's stored bytes"))?;
+        bytes.resize(total, 0);
+        let mut ends = Vec::with_capacity(locs.len());
+        let mut reads = Vec::with_capacity(locs.len());
+        let (mut rest, mut at) = (bytes.as_mut_slice(), 0);
+        for loc in locs {
+            let (head, tail) = std::mem::take(&mut rest).split_at_mut(loc.phys_length as usize);
+            reads.push((loc.offset, head));
+            (rest, at) = (tail, at + loc.phys_length as usize);
+            ends.push(at);
         }
-        self.data.will_need(run.start, run.end - run.start);
+        cold::read_all(mem.src, &mut reads).map_err(|e| self.io_err(StoreFile::Data, e))?;
+        Ok(Staged { bytes, ends })
+    }
+
+    /// Fill `rows` with a cold Dense `plan`'s records: raw ones read
+    /// straight into their rows, others staged ([`Store::stage`]) and
+    /// decoded from there.
+    fn fill_rows_cold(
+        &self,
+        mem: &InMemory<'_>,
+        plan: &GatherPlan<'_>,
+        rows: &mut [&mut [u8]],
+    ) -> Result<()> {
+        with_scratch_locs(|locs, _| {
+            self.check_first(mem, plan, locs)?;
+            if self.codec() == Codec::Raw && !plan.fetches_ahead() {
+                // A checked raw location's stored length is its row's.
+                let mut reads: Vec<(u64, &mut [u8])> =
+                    locs.iter().zip(rows.iter_mut()).map(|(l, r)| (l.offset, &mut **r)).collect();
+                return cold::read_all(mem.src, &mut reads).map_err(|e| self.io_err(StoreFile::Data, e));
+            }
+            let staged = self.stage(mem, plan, locs)?;
+            self.fill_rows(&InMemory { staged: Some(&staged), ..*mem }, plan, rows)
+        })
     }
 
     fn io_err(&self, file: StoreFile, e: io::Error) -> Error {
@@ -596,6 +617,9 @@ impl Store {
         dst: &mut [u8],
         ahead: &[u8],
     ) -> Result<()> {
+        if let Some(staged) = mem.staged {
+            return plan.decode(k, staged.record(k), dst);
+        }
         match mem.data {
             // The location is checked: `offset + phys_length <= tail_offset`.
             Some(d) => plan.decode_ahead(k, &d[loc.offset as usize..loc.end() as usize], dst, ahead),
@@ -669,6 +693,9 @@ impl Store {
         let row = plan.row().expect("a Dense plan");
         if row == 0 || plan.is_empty() {
             return Ok(());
+        }
+        if mem.cold && mem.staged.is_none() {
+            return self.fill_rows_cold(mem, plan, rows);
         }
         // Rows `first..` of the plan, into `outs`.
         let task = |(first, outs): (usize, &mut [&mut [u8]])| -> Result<()> {
@@ -766,6 +793,8 @@ impl Store {
     ) -> Result<()> {
         let plan = GatherPlan::ragged(&self.core, indices)?.checked(self.expected());
         let mem = self.memory(*cold);
+        let staged = if *cold { Some(self.stage(&mem, &plan, locs)?) } else { None };
+        let mem = InMemory { staged: staged.as_ref(), ..mem };
         let mut records = dsts.iter_mut().zip(locs).enumerate();
         records.try_for_each(|(k, (dst, loc))| self.read_record(&mem, &plan, k, loc, dst, &[]))
     }
@@ -849,6 +878,16 @@ impl Records for Store {
         let mem = self.access(&plan);
         with_scratch_locs(|locs, slots| {
             self.check_first(&mem, &plan, locs)?;
+            if mem.cold {
+                let staged = self.stage(&mem, &plan, locs)?;
+                return self.ragged_by_slots(
+                    &InMemory { staged: Some(&staged), ..mem },
+                    &plan,
+                    locs,
+                    slots,
+                    batch,
+                );
+            }
             match mem.data {
                 Some(data) if self.codec() == Codec::Raw => self.ragged_from_memory(data, &plan, locs, batch),
                 _ => self.ragged_by_slots(&mem, &plan, locs, slots, batch),
@@ -980,9 +1019,30 @@ fn stored_head<'d>(data: &'d [u8], loc: &RecordLoc) -> &'d [u8] {
 
 /// In-memory views of a store's files (see [`Store::in_memory`]), and where
 /// the other reads go (see [`Store::access`]).
+#[derive(Clone, Copy)]
 struct InMemory<'a> {
     table: Option<&'a [u8]>,
     data: Option<&'a [u8]>,
     /// Where reads of records not in `data` go.
     src: &'a dyn ByteSource,
+    /// Whether the gather reads cold: its records are read all at once
+    /// ([`cold::read_all`]) before any is decoded.
+    cold: bool,
+    /// A cold batch's stored bytes, once read ([`Store::stage`]).
+    staged: Option<&'a Staged>,
+}
+
+/// A cold batch's stored bytes, record after record in the plan's order.
+struct Staged {
+    bytes: Vec<u8>,
+    /// Where each record's bytes end.
+    ends: Vec<usize>,
+}
+
+impl Staged {
+    /// Record `k`'s stored bytes.
+    fn record(&self, k: usize) -> &[u8] {
+        let start = k.checked_sub(1).map_or(0, |j| self.ends[j]);
+        &self.bytes[start..self.ends[k]]
+    }
 }

@@ -31,6 +31,7 @@ use std::iter::Peekable;
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::thread::LocalKey;
 use std::time::{Duration, Instant};
 
 /// How long a pool thread stays awake after its last task ([`keep_warm`]):
@@ -65,7 +66,7 @@ pub(crate) struct Pool {
 
 thread_local! {
     /// This thread's [`pool`], and the process it belongs to.
-    static MINE: Cell<Option<(u32, Option<&'static Pool>)>> = const { Cell::new(None) };
+    static MINE: Cell<Made<Pool>> = const { Cell::new(None) };
     /// Whether this thread is working on a part of a [`share`] now.
     static SHARING: Cell<bool> = const { Cell::new(false) };
 }
@@ -92,40 +93,54 @@ impl Drop for Sharing {
 /// no lock is taken per call (a lock held by another thread at the moment
 /// of a `fork` would stay locked in the child for good).
 pub(crate) fn pool() -> Option<&'static Pool> {
-    let pid = std::process::id();
-    match MINE.get() {
-        Some((owner, pool)) if owner == pid => pool,
-        _ => {
-            let pool = process_pool(pid);
-            MINE.set(Some((pid, pool)));
-            pool
+    static POOL: Mutex<Made<Pool>> = Mutex::new(None);
+    per_process(&MINE, &POOL, || {
+        let helpers = rayon::current_num_threads().saturating_sub(1);
+        if helpers == 0 {
+            return None;
         }
-    }
+        let threads = ThreadPoolBuilder::new()
+            .num_threads(helpers)
+            .thread_name(|i| format!("zrecord-{i}"))
+            .build()
+            .ok()?;
+        Some(Pool { threads, lingering: AtomicUsize::new(0) })
+    })
 }
 
-/// The pool of process `pid`, made on first use; it lives as long as the
-/// process.
-fn process_pool(pid: u32) -> Option<&'static Pool> {
-    static POOL: Mutex<Option<(u32, Option<&'static Pool>)>> = Mutex::new(None);
-    let mut slot = lock(&POOL);
-    match *slot {
-        Some((owner, pool)) if owner == pid => pool,
-        _ => {
-            let helpers = rayon::current_num_threads().saturating_sub(1);
-            let pool = (helpers > 0)
-                .then(|| {
-                    ThreadPoolBuilder::new()
-                        .num_threads(helpers)
-                        .thread_name(|i| format!("zrecord-{i}"))
-                        .build()
-                        .ok()
-                })
-                .flatten()
-                .map(|threads| &*Box::leak(Box::new(Pool { threads, lingering: AtomicUsize::new(0) })));
-            *slot = Some((pid, pool));
-            pool
+/// What [`per_process`] made, and for which process (`None`: not asked yet).
+pub(crate) type Made<T> = Option<(u32, Option<&'static T>)>;
+
+/// A value made once per process by `build` (a thread pool), kept in
+/// `slot` for the process's life and in each thread's `mine`, so that no
+/// lock is taken per call (a lock held by another thread at the moment of a
+/// `fork` would stay locked in the child for good). A child made by `fork`
+/// has none of its parent's threads, so it makes its own (the parent's is
+/// left alone).
+pub(crate) fn per_process<T: Sync + 'static>(
+    mine: &'static LocalKey<Cell<Made<T>>>,
+    slot: &'static Mutex<Made<T>>,
+    build: impl FnOnce() -> Option<T>,
+) -> Option<&'static T> {
+    let pid = std::process::id();
+    if let Some((owner, made)) = mine.get() {
+        if owner == pid {
+            return made;
         }
     }
+    let made = {
+        let mut slot = lock(slot);
+        match *slot {
+            Some((owner, made)) if owner == pid => made,
+            _ => {
+                let made = build().map(|t| &*Box::leak(Box::new(t)));
+                *slot = Some((pid, made));
+                made
+            }
+        }
+    };
+    mine.set(Some((pid, made)));
+    made
 }
 
 /// Keep the pool's threads awake for [`LINGER`] after a job, taking the
