@@ -96,53 +96,21 @@ impl LocalColumn {
     }
 }
 
-/// Decoded bytes of a gather whose records' first bytes are asked for
-/// ahead of the shard group being worked on ([`Fanned::ask_ahead`]): about
-/// what the caches keep until it is reached. Asked for all at once, a batch
-/// of 256 raw images (38 MiB) had the first bytes of every image fetched
-/// long before its copy, evicted again by the images before it.
-const ASK_AHEAD_BYTES: usize = 128 << 10;
-
-/// A gather over several shards, ready to share out.
-struct Fanned {
-    /// Its groups, cut to spread over the threads.
-    split: Split,
-    /// Each group's store.
-    stores: Vec<Arc<Store>>,
-    /// Whether the batch is worth sharing at all (as one store decides).
-    parallel: bool,
-    /// How many groups ahead of the one worked on have their records asked for.
-    ahead: usize,
-}
-
-impl Fanned {
-    /// Ask for the records of the group `ahead` after group `g`, which is
-    /// about to be worked on (their location entries were asked for first).
-    fn ask_ahead(&self, g: usize) {
-        if let Some(group) = self.split.groups.get(g + self.ahead) {
-            self.stores[g + self.ahead].prefetch(&group.local, true);
-        }
-    }
-}
-
 impl LocalColumn {
-    /// A gather over several shards (`bytes` decoded in all), ready to
-    /// share out: every group's location entries asked for, then the
-    /// records of the first groups ([`Fanned::ask_ahead`] asks for the rest).
-    fn prepare(&self, split: Split, bytes: usize) -> Result<Fanned> {
+    /// A gather over several shards, ready to share out: its groups cut
+    /// to spread over the threads, each group's store, and whether the
+    /// batch (`bytes`) is worth sharing at all (as one store decides).
+    fn prepare(&self, split: Split, bytes: usize) -> Result<(Split, Vec<Arc<Store>>, bool)> {
         let most = split.len.div_ceil(4 * work::threads());
         let split = split.chunked(most);
         let stores = split.groups.iter().map(|g| self.shard(g.shard)).collect::<Result<Vec<Arc<Store>>>>()?;
-        for (g, store) in split.groups.iter().zip(&stores) {
-            store.prefetch(&g.local, false);
-        }
-        let per_group = bytes / split.groups.len().max(1);
-        let ahead = (ASK_AHEAD_BYTES / per_group.max(1)).clamp(1, split.groups.len().max(1));
-        for (g, store) in split.groups.iter().zip(&stores).take(ahead) {
-            store.prefetch(&g.local, true);
+        for stored in [false, true] {
+            for (g, store) in split.groups.iter().zip(&stores) {
+                store.prefetch(&g.local, stored);
+            }
         }
         let parallel = stores.first().is_some_and(|s| s.parallel(bytes, split.len));
-        Ok(Fanned { split, stores, parallel, ahead })
+        Ok((split, stores, parallel))
     }
 
     /// Fill `rows` (one row's bytes each, in gather order) with the
@@ -153,11 +121,10 @@ impl LocalColumn {
             return self.shard(g.shard)?.gather_rows(&g.local, &mut rows);
         }
         let bytes = rows.iter().map(|r| r.len()).sum();
-        let fan = self.prepare(split, bytes)?;
-        let parts = fan.split.per_group(rows);
-        work::share_if(fan.parallel, parts.into_iter().enumerate(), |(g, mut rows)| {
-            fan.ask_ahead(g);
-            fan.stores[g].gather_rows(&fan.split.groups[g].local, &mut rows)
+        let (split, stores, parallel) = self.prepare(split, bytes)?;
+        let parts = split.per_group(rows);
+        work::share_if(parallel, parts.into_iter().enumerate(), |(g, mut rows)| {
+            stores[g].gather_rows(&split.groups[g].local, &mut rows)
         })
     }
 }
@@ -225,20 +192,18 @@ impl Records for LocalColumn {
         // Stored bytes stand in for the decoded ones, unknown yet.
         let info = self.core.info();
         let bytes = (info.sizes.data / info.len().max(1)).saturating_mul(indices.len() as u64);
-        let fan = self.prepare(split, usize::try_from(bytes).unwrap_or(usize::MAX))?;
-        let (split, stores) = (&fan.split, &fan.stores);
+        let (split, stores, parallel) = self.prepare(split, usize::try_from(bytes).unwrap_or(usize::MAX))?;
         // Every shard's locations checked first, into one batch's, then one
         // batch laid out for all of them, each shard decoding its records
         // into their slots.
         let mut locs = vec![RecordLoc::default(); split.len];
-        let cold = (split.groups.iter().zip(stores))
+        let cold = (split.groups.iter().zip(&stores))
             .map(|(g, store)| store.ragged_locs(&g.local, &g.positions, &mut locs))
             .collect::<Result<Vec<bool>>>()?;
         let plan = GatherPlan::ragged(&self.core, indices)?;
         plan.fill_ragged(&locs, &mut Vec::new(), batch, |buf, slots| {
             let parts = split.per_group(crate::format::decode::slot_parts(buf, slots));
-            // (`ragged_locs` asked for every record already.)
-            work::share_if(fan.parallel, parts.into_iter().enumerate(), |(g, mut dsts)| {
+            work::share_if(parallel, parts.into_iter().enumerate(), |(g, mut dsts)| {
                 let group = &split.groups[g];
                 stores[g].decode_placed(&group.local, (&group.positions, &locs), cold[g], &mut dsts)
             })

@@ -113,11 +113,6 @@ const PREFETCH_ROWS: usize = 8;
 /// Bytes of each record (and its checksum) asked for ahead of the copy: all
 /// of a small record; the hardware prefetcher follows a long one's stream.
 const PREFETCH_BYTES: u32 = 4096;
-/// Bytes asked for ahead of a record longer than [`PREFETCH_BYTES`] (see
-/// [`ask_head`]): its first line. Its first 4 KiB too cost a twentieth of
-/// the CPU time of raw 147 KiB images gathered through 64 shards, stalled on
-/// 64 requests an image, for a copy that streams anyway.
-const PREFETCH_LONG_BYTES: usize = 64;
 
 /// An open store, safe to share between threads (`&Store` gathers concurrently).
 ///
@@ -633,7 +628,7 @@ impl Store {
             plan.check_loc(k, &loc)?;
             // Its bytes are read after every location is checked: ask now.
             if let Some(data) = mem.data {
-                ask_head(data, &loc);
+                sys::prefetch(stored_head(data, &loc));
                 sys::prefetch(plan.expected_entry(i).unwrap_or_default());
             }
             if let Some(head) = plan.frame_head(&loc) {
@@ -725,7 +720,7 @@ impl Store {
         for &i in indices {
             match stored {
                 false => sys::prefetch(table_entry(table, i)),
-                true => ask_head(data, &RecordLoc::from_table(table, i as usize)),
+                true => sys::prefetch(stored_head(data, &RecordLoc::from_table(table, i as usize))),
             }
         }
     }
@@ -952,18 +947,18 @@ fn prefetch_ahead<'d>(mem: &InMemory<'d>, plan: &GatherPlan<'_>, idx: &[u64], j:
     };
     let by_plan = plan.fetches_ahead();
     let stored = |i: u64| {
-        let loc = RecordLoc::from_table(table, i as usize);
+        let head = stored_head(data, &RecordLoc::from_table(table, i as usize));
         sys::prefetch(plan.expected_entry(i).unwrap_or_default());
         if !by_plan {
-            ask_head(data, &loc);
+            sys::prefetch(head);
         }
-        stored_head(data, &loc)
+        head
     };
     if j == 0 {
         idx.iter().take(2 * PREFETCH_ROWS).for_each(|&i| sys::prefetch(table_entry(table, i)));
         idx.iter()
             .take(PREFETCH_ROWS)
-            .for_each(|&i| ask_head(data, &RecordLoc::from_table(table, i as usize)));
+            .for_each(|&i| sys::prefetch(stored_head(data, &RecordLoc::from_table(table, i as usize))));
     }
     if let Some(&i) = idx.get(j + 2 * PREFETCH_ROWS) {
         sys::prefetch(table_entry(table, i));
@@ -993,15 +988,6 @@ fn stored_head<'d>(data: &'d [u8], loc: &RecordLoc) -> &'d [u8] {
     let start = usize::try_from(loc.offset).unwrap_or(usize::MAX);
     let len = loc.phys_length.min(PREFETCH_BYTES) as usize;
     data.get(start..start.saturating_add(len)).unwrap_or_default()
-}
-
-/// Ask the CPU for the first bytes a copy or decode of `loc` reads: all of
-/// a record up to [`PREFETCH_BYTES`], the first line of a longer one.
-#[inline(always)]
-fn ask_head(data: &[u8], loc: &RecordLoc) {
-    let head = stored_head(data, loc);
-    let long = loc.phys_length > PREFETCH_BYTES;
-    sys::prefetch(if long { &head[..head.len().min(PREFETCH_LONG_BYTES)] } else { head });
 }
 
 /// In-memory views of a store's files (see [`Store::in_memory`]), and where
