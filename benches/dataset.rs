@@ -10,6 +10,7 @@
 //! cargo bench --bench dataset -- --local           # local rows only
 //! cargo bench --bench dataset -- --local ragged     # workloads named so
 //! RAYON_NUM_THREADS=1 cargo bench --bench dataset -- --local --cpu  # CPU time per record
+//! cargo bench --bench dataset -- --local --batches=2000  # longer races, steadier ratios
 //! ```
 //!
 //! Rows alternate one store and the dataset batch by batch, so drift on
@@ -62,8 +63,10 @@ fn write_dataset(data: &common::Data, root: &Path, shards: usize, codec: Codec) 
 }
 
 /// Records/s of `a` and `b` over the same batches, alternating, after two
-/// untimed batches (which open the dataset's shards).
-fn race(a: &dyn Records, b: &dyn Records, batches: &[Vec<u64>]) -> (f64, f64) {
+/// untimed batches (which open the dataset's shards), and the median over
+/// batches of `b`'s speed ÷ `a`'s (a load spike on this shared VM moves
+/// the totals' ratio by several percent, the median hardly).
+fn race(a: &dyn Records, b: &dyn Records, batches: &[Vec<u64>]) -> (f64, f64, f64) {
     let mut out = (Batch::for_store(a.info()), Batch::for_store(b.info()));
     for warm in &batches[..2] {
         a.gather_batch_into(warm, &mut out.0).expect("gather");
@@ -71,7 +74,9 @@ fn race(a: &dyn Records, b: &dyn Records, batches: &[Vec<u64>]) -> (f64, f64) {
     }
     let batches = &batches[2..];
     let (mut ta, mut tb) = (Duration::ZERO, Duration::ZERO);
+    let mut ratios = Vec::with_capacity(batches.len());
     for (k, batch) in batches.iter().enumerate() {
+        let before = (ta, tb);
         let (first, second) = if k % 2 == 0 {
             ((a, &mut out.0, &mut ta), (b, &mut out.1, &mut tb))
         } else {
@@ -82,6 +87,7 @@ fn race(a: &dyn Records, b: &dyn Records, batches: &[Vec<u64>]) -> (f64, f64) {
             r.gather_batch_into(batch, o).expect("gather");
             *t += clock() - t0;
         }
+        ratios.push((ta - before.0).as_secs_f64() / (tb - before.1).as_secs_f64().max(1e-9));
         if k == 0 {
             for (k, i) in batch.iter().enumerate() {
                 assert_eq!(out.0.record(k), out.1.record(k), "record {i} differs");
@@ -89,7 +95,8 @@ fn race(a: &dyn Records, b: &dyn Records, batches: &[Vec<u64>]) -> (f64, f64) {
         }
     }
     let records = (batches.len() * BATCH) as f64;
-    (records / ta.as_secs_f64(), records / tb.as_secs_f64())
+    ratios.sort_by(f64::total_cmp);
+    (records / ta.as_secs_f64(), records / tb.as_secs_f64(), ratios[ratios.len() / 2])
 }
 
 /// Whether `race` times the calling thread's CPU instead of the wall clock
@@ -121,6 +128,9 @@ fn main() {
     }
     let tmp = tempfile::tempdir().expect("tmp");
     let (count, scale) = if quick { (8, 0.05) } else { (202, 1.0) };
+    let count = args.iter().find_map(|a| a.strip_prefix("--batches=")).map_or(count, |n| {
+        n.parse::<usize>().expect("--batches=N takes a number").max(3) // two warm-up batches
+    });
     println!("| workload | where | one store rec/s | dataset of {SHARDS} rec/s | ratio |");
     println!("|---|---|---:|---:|---:|");
     for (workload, codec) in [
@@ -141,8 +151,9 @@ fn main() {
         let label = format!("{} {}", workload.name(), codec.name());
         let one = zrecord::Store::open(dir.join("one")).expect("open");
         let ds = Dataset::open(dir.join("ds").to_str().expect("utf-8")).expect("open");
-        let (a, b) = race(&one, ds.column("c").expect("column"), &batches);
+        let (a, b, median) = race(&one, ds.column("c").expect("column"), &batches);
         println!("| {label} | local mmap | {a:.0} | {b:.0} | {:.2}x |", b / a);
+        eprintln!("{label}, local mmap: median batch ratio {median:.3}x");
         if local_only {
             continue;
         }
@@ -150,8 +161,8 @@ fn main() {
         let options = zrecord::open::Options::default();
         let one = zrecord::open::remote(&server.url("one/"), &options).expect("open");
         let ds = Dataset::open(&server.url("ds/")).expect("open");
-        let remote_batches = &batches[..if quick { 4 } else { 42 }];
-        let (a, b) = race(&one, ds.column("c").expect("column"), remote_batches);
+        let remote_batches = &batches[..batches.len().min(if quick { 4 } else { 42 })];
+        let (a, b, _) = race(&one, ds.column("c").expect("column"), remote_batches);
         println!("| {label} | 20 ms server | {a:.0} | {b:.0} | {:.2}x |", b / a);
     }
     if local_only {

@@ -259,3 +259,73 @@ fn a_cold_batch_has_many_reads_in_flight() {
         assert!(most >= 16, "{ragged} {codec:?}: at most {most} reads in flight for 64 cold records");
     }
 }
+
+/// Every store directory under `root` (a dataset's shard columns).
+fn stores_under(root: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for e in std::fs::read_dir(root).unwrap() {
+        let path = e.unwrap().path();
+        if path.join("meta.zr").exists() {
+            found.push(path);
+        } else if path.is_dir() {
+            found.extend(stores_under(&path));
+        }
+    }
+    found
+}
+
+/// A dataset's shards read cold, their records staged and decoded into one
+/// batch laid out across the shards (Ragged) or into their rows (Dense),
+/// give what they give warm.
+#[test]
+fn a_dataset_gathers_cold_what_it_gathers_warm() {
+    use zrecord::dataset::writer::{commit, ColumnDef, CommitMode, ShardWriter};
+    use zrecord::{Dataset, Geometry};
+    let _one = serial();
+    for codec in [Codec::Raw, Codec::Zstd] {
+        let root = scratch(&format!("dataset-{}", codec.name()));
+        let columns = || {
+            let def = |name: &str, geometry| ColumnDef {
+                name: name.into(),
+                dtype: "|u1".into(),
+                geometry,
+                options: CreateOptions::codec(codec),
+            };
+            vec![def("r", Geometry::Ragged), def("d", Geometry::Dense { item_shape: vec![4096] })]
+        };
+        let mut rng = Rng(17);
+        let mut infos = Vec::new();
+        for shard in 0..4 {
+            let mut w = ShardWriter::create(&root, columns()).unwrap();
+            for i in 0..500 {
+                let n = 1024 * (1 + (shard * 500 + i) % 8);
+                let r: Vec<u8> =
+                    (0..n).map(|j| if j % 2 == 0 { rng.next() as u8 } else { j as u8 }).collect();
+                w.column("r").unwrap().append_ragged(&[(&[n as u64][..], &r[..])]).unwrap();
+                w.column("d").unwrap().append(&r[..1024].repeat(4)).unwrap();
+            }
+            infos.push(w.finish().unwrap());
+        }
+        commit(root.to_str().unwrap(), &infos, CommitMode::Create).unwrap();
+        let mut idx: Vec<u64> = indices().into_iter().map(|i| i % 2000).collect();
+        idx.truncate(256);
+        let warm = Dataset::open(root.to_str().unwrap()).unwrap();
+        let want: Vec<_> =
+            ["r", "d"].iter().map(|c| warm.column(c).unwrap().gather_any(&idx).unwrap()).collect();
+        drop(warm);
+        for s in stores_under(&root) {
+            cache::evict(&s).unwrap();
+        }
+        let before = cache::process_read_bytes();
+        let ds = Dataset::open(root.to_str().unwrap()).unwrap();
+        for (c, want) in ["r", "d"].iter().zip(&want) {
+            let got = ds.column(c).unwrap().gather_any(&idx).unwrap();
+            for k in 0..idx.len() {
+                assert_eq!(got.record(k), want.record(k), "{codec:?} column {c}: record {k}");
+            }
+        }
+        if let (Some(a), Some(b)) = (before, cache::process_read_bytes()) {
+            assert!(b - a >= 256 * 1024, "{codec:?}: only {} bytes read from the device", b - a);
+        }
+    }
+}

@@ -130,19 +130,33 @@ impl Concat {
         if let Some(&bad) = indices.iter().find(|&&i| i >= len) {
             return Err(Error::IndexOutOfRange { store: self.name.clone(), index: bad, len });
         }
-        let mut groups: Vec<Group> = Vec::new();
-        let mut slot: HashMap<usize, usize> = HashMap::new();
+        // Each index's shard and group first, then every group's vectors
+        // sized once (a batch of 256 over 64 shards grew 128 of them one
+        // push at a time).
+        let mut groups: Vec<Group> = Vec::with_capacity(indices.len().min(self.starts.len()));
+        let mut slot: HashMap<usize, usize> = HashMap::with_capacity(groups.capacity());
+        let mut sizes: Vec<usize> = Vec::with_capacity(groups.capacity());
+        let mut placed: Vec<(usize, u64)> = Vec::with_capacity(indices.len());
         let mut last: Option<(usize, usize)> = None; // (shard, group) of the previous index
-        for (p, &i) in indices.iter().enumerate() {
+        for &i in indices {
             let (k, local) = self.locate(i);
             let g = match last {
                 Some((shard, g)) if shard == k => g,
                 _ => *slot.entry(k).or_insert_with(|| {
                     groups.push(Group { shard: k, ..Group::default() });
+                    sizes.push(0);
                     groups.len() - 1
                 }),
             };
             last = Some((k, g));
+            sizes[g] += 1;
+            placed.push((g, local));
+        }
+        for (group, &n) in groups.iter_mut().zip(&sizes) {
+            group.local.reserve_exact(n);
+            group.positions.reserve_exact(n);
+        }
+        for (p, (g, local)) in placed.into_iter().enumerate() {
             groups[g].local.push(local);
             groups[g].positions.push(p);
         }

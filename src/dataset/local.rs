@@ -193,22 +193,19 @@ impl Records for LocalColumn {
         let info = self.core.info();
         let bytes = (info.sizes.data / info.len().max(1)).saturating_mul(indices.len() as u64);
         let (split, stores, parallel) = self.prepare(split, usize::try_from(bytes).unwrap_or(usize::MAX))?;
-        // Every shard's locations checked first, then one batch laid out
-        // for all of them, each shard decoding its records into their slots.
-        let checked = (split.groups.iter().zip(&stores))
-            .map(|(g, store)| store.ragged_locs(&g.local))
-            .collect::<Result<Vec<_>>>()?;
+        // Every shard's locations checked first, into one batch's, then one
+        // batch laid out for all of them, each shard decoding its records
+        // into their slots.
         let mut locs = vec![RecordLoc::default(); split.len];
-        for (g, (group_locs, _)) in split.groups.iter().zip(&checked) {
-            for (&p, &loc) in g.positions.iter().zip(group_locs) {
-                locs[p] = loc;
-            }
-        }
+        let cold = (split.groups.iter().zip(&stores))
+            .map(|(g, store)| store.ragged_locs(&g.local, &g.positions, &mut locs))
+            .collect::<Result<Vec<bool>>>()?;
         let plan = GatherPlan::ragged(&self.core, indices)?;
         plan.fill_ragged(&locs, &mut Vec::new(), batch, |buf, slots| {
             let parts = split.per_group(crate::format::decode::slot_parts(buf, slots));
             work::share_if(parallel, parts.into_iter().enumerate(), |(g, mut dsts)| {
-                stores[g].decode_placed(&split.groups[g].local, &checked[g], &mut dsts)
+                let group = &split.groups[g];
+                stores[g].decode_placed(&group.local, (&group.positions, &locs), cold[g], &mut dsts)
             })
         })
     }

@@ -765,38 +765,55 @@ impl Store {
         self.fill_rows(&self.access(&plan), &plan, rows)
     }
 
-    /// The checked locations of Ragged records `indices` (big frames' heads
-    /// too), and whether they read cold: a dataset sizes its batch from
-    /// every shard's before any record decodes ([`Store::decode_placed`]).
+    /// Check the locations of Ragged records `indices` (big frames' heads
+    /// too) into `locs[positions[k]]` for record `k`, and say whether they
+    /// read cold: a dataset sizes its batch from every shard's before any
+    /// record decodes ([`Store::decode_placed`]).
     ///
     /// # Errors
     /// As [`Records::gather_ragged_into`] before it sizes the batch.
-    pub(crate) fn ragged_locs(&self, indices: &[u64]) -> Result<(Vec<RecordLoc>, bool)> {
+    pub(crate) fn ragged_locs(
+        &self,
+        indices: &[u64],
+        positions: &[usize],
+        locs: &mut [RecordLoc],
+    ) -> Result<bool> {
         let plan = GatherPlan::ragged(&self.core, indices)?.checked(self.expected());
         let cold = self.decide_cold(&plan);
-        let mut locs = Vec::new();
-        self.check_first(&self.memory(cold), &plan, &mut locs)?;
-        Ok((locs, cold))
+        with_scratch_locs(|mine, _| {
+            self.check_first(&self.memory(cold), &plan, mine)?;
+            for (&p, &loc) in positions.iter().zip(mine.iter()) {
+                locs[p] = loc;
+            }
+            Ok(cold)
+        })
     }
 
     /// Decode Ragged records `indices`, at the locations [`Store::ragged_locs`]
-    /// checked and read as it decided, into `dsts` (each its record's
-    /// `logic_length` bytes, anywhere in a dataset's batch).
+    /// checked into `locs[positions[k]]` and read as it decided (`cold`),
+    /// into `dsts` (each its record's `logic_length` bytes, anywhere in a
+    /// dataset's batch).
     ///
     /// # Errors
     /// As [`Records::gather_ragged_into`].
     pub(crate) fn decode_placed(
         &self,
         indices: &[u64],
-        (locs, cold): &(Vec<RecordLoc>, bool),
+        (positions, locs): (&[usize], &[RecordLoc]),
+        cold: bool,
         dsts: &mut [&mut [u8]],
     ) -> Result<()> {
         let plan = GatherPlan::ragged(&self.core, indices)?.checked(self.expected());
-        let mem = self.memory(*cold);
-        let staged = if *cold { Some(self.stage(&mem, &plan, locs)?) } else { None };
+        let mem = self.memory(cold);
+        let staged = if cold {
+            let mine: Vec<RecordLoc> = positions.iter().map(|&p| locs[p]).collect();
+            Some(self.stage(&mem, &plan, &mine)?)
+        } else {
+            None
+        };
         let mem = InMemory { staged: staged.as_ref(), ..mem };
-        let mut records = dsts.iter_mut().zip(locs).enumerate();
-        records.try_for_each(|(k, (dst, loc))| self.read_record(&mem, &plan, k, loc, dst, &[]))
+        let mut records = dsts.iter_mut().zip(positions).enumerate();
+        records.try_for_each(|(k, (dst, &p))| self.read_record(&mem, &plan, k, &locs[p], dst, &[]))
     }
 
     /// Raw Ragged records in memory: parse each prefix where it lies and copy
