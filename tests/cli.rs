@@ -1031,25 +1031,9 @@ fn dataset_copy() -> (tempfile::TempDir, PathBuf) {
 /// Write a two-column dataset (x: Dense <f4 [2], tokens: Ragged <u2) of
 /// `cuts` shards at `root` and commit it; append `more` as version 2.
 fn write_dataset(root: &Path, cuts: &[u64], more: Option<std::ops::Range<u64>>) {
-    use zrecord::dataset::writer::ColumnDef;
     use zrecord::dataset::{commit, CommitMode, ShardWriter};
-    use zrecord::{Codec, CreateOptions, Geometry};
     let shard = |range: std::ops::Range<u64>| {
-        let columns = vec![
-            ColumnDef {
-                name: "x".into(),
-                dtype: "<f4".into(),
-                geometry: Geometry::Dense { item_shape: vec![2] },
-                options: CreateOptions::codec(Codec::Zstd),
-            },
-            ColumnDef {
-                name: "tokens".into(),
-                dtype: "<u2".into(),
-                geometry: Geometry::Ragged,
-                options: CreateOptions::codec(Codec::Raw),
-            },
-        ];
-        let mut w = ShardWriter::create(root, columns).unwrap();
+        let mut w = ShardWriter::create(root, common::dataset_columns(zrecord::Codec::Zstd)).unwrap();
         for i in range {
             w.column("x").unwrap().append_typed(&[i as f32, -(i as f32)]).unwrap();
             let t: Vec<u16> = (0..i % 5 + 1).map(|k| (i * 10 + k) as u16).collect();

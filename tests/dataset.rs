@@ -2,6 +2,8 @@
 //! read as one against the same records, every commit mode, and each error
 //! a broken dataset gives.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use zrecord::dataset::writer::{self, ColumnDef};
@@ -18,22 +20,7 @@ fn ragged_rec(i: u64) -> Vec<u16> {
     (0..i % 7 + 1).map(|k| (i * 31 + k) as u16).collect()
 }
 
-fn columns(codec: Codec) -> Vec<ColumnDef> {
-    vec![
-        ColumnDef {
-            name: "x".into(),
-            dtype: "<f4".into(),
-            geometry: Geometry::Dense { item_shape: vec![2] },
-            options: CreateOptions::codec(codec),
-        },
-        ColumnDef {
-            name: "tokens".into(),
-            dtype: "<u2".into(),
-            geometry: Geometry::Ragged,
-            options: CreateOptions::codec(Codec::Raw),
-        },
-    ]
-}
+use common::dataset_columns as columns;
 
 /// Write records `range` as one shard of the dataset at `root`.
 fn write_shard(root: &Path, range: std::ops::Range<u64>, codec: Codec) -> ShardInfo {

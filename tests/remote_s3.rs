@@ -212,26 +212,11 @@ fn dataset_pushes_manifest_last_and_opens_from_the_bucket() {
 /// A copy of the dataset fixture at `dir` with one more committed shard
 /// (version 2) of one record whose values come from `seed`.
 fn fixture_with_a_shard(dir: &std::path::Path, seed: f32) {
-    use zrecord::dataset::writer::{commit, ColumnDef, CommitMode, ShardWriter};
-    use zrecord::{Codec, CreateOptions, Geometry};
+    use zrecord::dataset::writer::{commit, CommitMode, ShardWriter};
     let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/dataset-v1");
     let copied = Command::new("cp").arg("-r").arg(&fixture).arg(dir).status().unwrap();
     assert!(copied.success());
-    let columns = vec![
-        ColumnDef {
-            name: "x".into(),
-            dtype: "<f4".into(),
-            geometry: Geometry::Dense { item_shape: vec![2] },
-            options: CreateOptions::codec(Codec::Zstd),
-        },
-        ColumnDef {
-            name: "tokens".into(),
-            dtype: "<u2".into(),
-            geometry: Geometry::Ragged,
-            options: CreateOptions::codec(Codec::Raw),
-        },
-    ];
-    let mut w = ShardWriter::create(dir, columns).unwrap();
+    let mut w = ShardWriter::create(dir, common::dataset_columns(zrecord::Codec::Zstd)).unwrap();
     w.column("x").unwrap().append_typed(&[seed, -seed]).unwrap();
     w.column("tokens").unwrap().append_ragged(&[(&[1u64][..], &[7u8, 0][..])]).unwrap();
     let info = w.finish().unwrap();

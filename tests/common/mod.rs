@@ -166,3 +166,25 @@ impl Rng {
         (0..n).map(|_| self.next() as u8).collect()
     }
 }
+
+/// The columns of the dataset fixture `tests/fixtures/dataset-v1`: `x`
+/// (Dense `<f4` `[2]`, `x_codec`) and `tokens` (Ragged `<u2`, raw), for
+/// tests that write datasets of its schema.
+pub fn dataset_columns(x_codec: zrecord::Codec) -> Vec<zrecord::dataset::writer::ColumnDef> {
+    use zrecord::dataset::writer::ColumnDef;
+    use zrecord::{Codec, CreateOptions, Geometry};
+    vec![
+        ColumnDef {
+            name: "x".into(),
+            dtype: "<f4".into(),
+            geometry: Geometry::Dense { item_shape: vec![2] },
+            options: CreateOptions::codec(x_codec),
+        },
+        ColumnDef {
+            name: "tokens".into(),
+            dtype: "<u2".into(),
+            geometry: Geometry::Ragged,
+            options: CreateOptions::codec(Codec::Raw),
+        },
+    ]
+}
