@@ -18,6 +18,7 @@
 
 use super::work::{self, Made};
 use crate::source::ByteSource;
+use crate::{Error, Result};
 use rayon::{ThreadPool, ThreadPoolBuilder};
 use std::cell::Cell;
 use std::io;
@@ -43,24 +44,36 @@ fn pool() -> Option<&'static ThreadPool> {
 }
 
 /// Fill every buffer of `reads` with the bytes of `src` at its offset, up
-/// to [`DEPTH`] reads at once; the first error. Every thread of the pool
-/// is woken at once and takes reads until none is left (rayon's parallel
-/// iterators wake threads one steal at a time: on a busy machine few had
-/// started before the batch was read).
-pub(crate) fn read_all(src: &dyn ByteSource, reads: &mut [(u64, &mut [u8])]) -> io::Result<()> {
-    let read = |(offset, buf): &mut (u64, &mut [u8])| src.read_exact_at(*offset, buf);
+/// to [`DEPTH`] reads at once, and hand each, as soon as it is read, to
+/// `then(k, bytes, &mut reads[k].2)` on the thread that read it: decoding
+/// overlaps the reads still in flight (a batch of 2 KiB zstd records
+/// decoded after its last read spent a fifth of its time decoding with the
+/// device idle). The first error: a read's (`io` names it) or `then`'s.
+/// Every thread of the pool is woken at once and takes reads until none is
+/// left (rayon's parallel iterators wake threads one steal at a time: on a
+/// busy machine few had started before the batch was read).
+pub(crate) fn read_then<T: Send>(
+    src: &dyn ByteSource,
+    reads: &mut [(u64, &mut [u8], T)],
+    io: impl Fn(io::Error) -> Error + Sync,
+    then: impl Fn(usize, &[u8], &mut T) -> Result<()> + Sync,
+) -> Result<()> {
+    let one = |k: usize, (offset, buf, to): &mut (u64, &mut [u8], T)| {
+        src.read_exact_at(*offset, buf).map_err(&io)?;
+        then(k, buf, to)
+    };
     let Some(pool) = pool().filter(|_| reads.len() > 1) else {
-        return reads.iter_mut().try_for_each(read);
+        return reads.iter_mut().enumerate().try_for_each(|(k, r)| one(k, r));
     };
     let next = AtomicUsize::new(0);
     let failed = Mutex::new(None);
-    let reads: Vec<Mutex<&mut (u64, &mut [u8])>> = reads.iter_mut().map(Mutex::new).collect();
-    pool.broadcast(|_| {
-        while let Some(one) = reads.get(next.fetch_add(1, Ordering::Relaxed)) {
-            if let Err(e) = read(&mut work::lock(one)) {
-                work::lock(&failed).get_or_insert(e);
-                next.store(reads.len(), Ordering::Relaxed);
-            }
+    let reads: Vec<Mutex<&mut (u64, &mut [u8], T)>> = reads.iter_mut().map(Mutex::new).collect();
+    pool.broadcast(|_| loop {
+        let k = next.fetch_add(1, Ordering::Relaxed);
+        let Some(r) = reads.get(k) else { break };
+        if let Err(e) = one(k, &mut work::lock(r)) {
+            work::lock(&failed).get_or_insert(e);
+            next.store(reads.len(), Ordering::Relaxed);
         }
     });
     failed.into_inner().unwrap_or_else(PoisonError::into_inner).map_or(Ok(()), Err)

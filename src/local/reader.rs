@@ -540,8 +540,22 @@ impl Store {
     }
 
     /// Read the stored bytes of a cold batch's checked `locs` into one
-    /// buffer, every record at once ([`cold::read_all`]).
+    /// buffer, every record at once ([`cold::read_then`]).
     fn stage(&self, mem: &InMemory<'_>, plan: &GatherPlan<'_>, locs: &[RecordLoc]) -> Result<Staged> {
+        let rows = std::iter::repeat_with(|| ());
+        self.stage_then(mem, plan, locs, rows, |_, _, _| Ok(()))
+    }
+
+    /// [`Store::stage`], handing record `k`'s stored bytes to
+    /// `then(k, bytes, &mut to[k])` as soon as they are read.
+    fn stage_then<T: Send>(
+        &self,
+        mem: &InMemory<'_>,
+        plan: &GatherPlan<'_>,
+        locs: &[RecordLoc],
+        to: impl Iterator<Item = T>,
+        then: impl Fn(usize, &[u8], &mut T) -> Result<()> + Sync,
+    ) -> Result<Staged> {
         let total = locs.iter().map(|l| l.phys_length as usize).sum();
         let mut bytes = Vec::new();
         try_room(&mut bytes, total).map_err(|e| plan.out_of_memory(e, "a cold batch's stored bytes"))?;
@@ -549,13 +563,13 @@ impl Store {
         let mut ends = Vec::with_capacity(locs.len());
         let mut reads = Vec::with_capacity(locs.len());
         let (mut rest, mut at) = (bytes.as_mut_slice(), 0);
-        for loc in locs {
+        for (loc, to) in locs.iter().zip(to) {
             let (head, tail) = std::mem::take(&mut rest).split_at_mut(loc.phys_length as usize);
-            reads.push((loc.offset, head));
+            reads.push((loc.offset, head, to));
             (rest, at) = (tail, at + loc.phys_length as usize);
             ends.push(at);
         }
-        cold::read_all(mem.src, &mut reads).map_err(|e| self.io_err(StoreFile::Data, e))?;
+        cold::read_then(mem.src, &mut reads, |e| self.io_err(StoreFile::Data, e), then)?;
         Ok(Staged { bytes, ends })
     }
 
@@ -572,12 +586,14 @@ impl Store {
             self.check_first(mem, plan, locs)?;
             if self.codec() == Codec::Raw && !plan.fetches_ahead() {
                 // A checked raw location's stored length is its row's.
-                let mut reads: Vec<(u64, &mut [u8])> =
-                    locs.iter().zip(rows.iter_mut()).map(|(l, r)| (l.offset, &mut **r)).collect();
-                return cold::read_all(mem.src, &mut reads).map_err(|e| self.io_err(StoreFile::Data, e));
+                let mut reads: Vec<(u64, &mut [u8], ())> =
+                    locs.iter().zip(rows.iter_mut()).map(|(l, r)| (l.offset, &mut **r, ())).collect();
+                let io = |e| self.io_err(StoreFile::Data, e);
+                return cold::read_then(mem.src, &mut reads, io, |_, _, _| Ok(()));
             }
-            let staged = self.stage(mem, plan, locs)?;
-            self.fill_rows(&InMemory { staged: Some(&staged), ..*mem }, plan, rows)
+            // Each row decoded by the thread that read it, as it arrives.
+            let rows = rows.iter_mut().map(|r| &mut **r);
+            self.stage_then(mem, plan, locs, rows, |k, src, row| plan.decode(k, src, row)).map(drop)
         })
     }
 
