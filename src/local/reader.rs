@@ -459,7 +459,7 @@ impl Store {
             None => usize::try_from(self.len() * LOC_SIZE).ok().and_then(|n| self.meta.slice(PAGE_SIZE, n)),
         };
         let data = usize::try_from(self.info().header.tail_offset).ok().and_then(|n| self.data.slice(0, n));
-        InMemory { table, data, src: &*self.data, cold: false, staged: None }
+        InMemory { table, data, src: &*self.data, cold: false }
     }
 
     /// How `plan`'s records are read: from memory ([`Store::in_memory`])
@@ -496,7 +496,7 @@ impl Store {
             Some(pread) => pread,
             None => &*self.data,
         };
-        InMemory { table: warm.table, data: None, src, cold: true, staged: None }
+        InMemory { table: warm.table, data: None, src, cold: true }
     }
 
     /// Whether `plan`'s records are (probably) not in memory.
@@ -540,42 +540,33 @@ impl Store {
     }
 
     /// Read the stored bytes of a cold batch's checked `locs` into one
-    /// buffer, every record at once ([`cold::read_then`]).
-    fn stage(&self, mem: &InMemory<'_>, plan: &GatherPlan<'_>, locs: &[RecordLoc]) -> Result<Staged> {
-        let rows = std::iter::repeat_with(|| ());
-        self.stage_then(mem, plan, locs, rows, |_, _, _| Ok(()))
-    }
-
-    /// [`Store::stage`], handing record `k`'s stored bytes to
-    /// `then(k, bytes, &mut to[k])` as soon as they are read.
-    fn stage_then<T: Send>(
+    /// buffer, every record at once, and decode record `k` into `dsts[k]`
+    /// on the thread that read it as soon as it has ([`cold::read_then`]).
+    fn decode_cold<'d>(
         &self,
         mem: &InMemory<'_>,
         plan: &GatherPlan<'_>,
         locs: &[RecordLoc],
-        to: impl Iterator<Item = T>,
-        then: impl Fn(usize, &[u8], &mut T) -> Result<()> + Sync,
-    ) -> Result<Staged> {
+        dsts: impl Iterator<Item = &'d mut [u8]>,
+    ) -> Result<()> {
         let total = locs.iter().map(|l| l.phys_length as usize).sum();
         let mut bytes = Vec::new();
         try_room(&mut bytes, total).map_err(|e| plan.out_of_memory(e, "a cold batch's stored bytes"))?;
         bytes.resize(total, 0);
-        let mut ends = Vec::with_capacity(locs.len());
         let mut reads = Vec::with_capacity(locs.len());
-        let (mut rest, mut at) = (bytes.as_mut_slice(), 0);
-        for (loc, to) in locs.iter().zip(to) {
+        let mut rest = bytes.as_mut_slice();
+        for (loc, dst) in locs.iter().zip(dsts) {
             let (head, tail) = std::mem::take(&mut rest).split_at_mut(loc.phys_length as usize);
-            reads.push((loc.offset, head, to));
-            (rest, at) = (tail, at + loc.phys_length as usize);
-            ends.push(at);
+            reads.push((loc.offset, head, dst));
+            rest = tail;
         }
-        cold::read_then(mem.src, &mut reads, |e| self.io_err(StoreFile::Data, e), then)?;
-        Ok(Staged { bytes, ends })
+        let io = |e| self.io_err(StoreFile::Data, e);
+        cold::read_then(mem.src, &mut reads, io, |k, src, dst| plan.decode(k, src, dst))
     }
 
     /// Fill `rows` with a cold Dense `plan`'s records: raw ones read
-    /// straight into their rows, others staged ([`Store::stage`]) and
-    /// decoded from there.
+    /// straight into their rows, others decoded into them as they are read
+    /// ([`Store::decode_cold`]).
     fn fill_rows_cold(
         &self,
         mem: &InMemory<'_>,
@@ -591,9 +582,7 @@ impl Store {
                 let io = |e| self.io_err(StoreFile::Data, e);
                 return cold::read_then(mem.src, &mut reads, io, |_, _, _| Ok(()));
             }
-            // Each row decoded by the thread that read it, as it arrives.
-            let rows = rows.iter_mut().map(|r| &mut **r);
-            self.stage_then(mem, plan, locs, rows, |k, src, row| plan.decode(k, src, row)).map(drop)
+            self.decode_cold(mem, plan, locs, rows.iter_mut().map(|r| &mut **r))
         })
     }
 
@@ -633,9 +622,6 @@ impl Store {
         dst: &mut [u8],
         ahead: &[u8],
     ) -> Result<()> {
-        if let Some(staged) = mem.staged {
-            return plan.decode(k, staged.record(k), dst);
-        }
         match mem.data {
             // The location is checked: `offset + phys_length <= tail_offset`.
             Some(d) => plan.decode_ahead(k, &d[loc.offset as usize..loc.end() as usize], dst, ahead),
@@ -710,7 +696,7 @@ impl Store {
         if row == 0 || plan.is_empty() {
             return Ok(());
         }
-        if mem.cold && mem.staged.is_none() {
+        if mem.cold {
             return self.fill_rows_cold(mem, plan, rows);
         }
         // Rows `first..` of the plan, into `outs`.
@@ -821,13 +807,10 @@ impl Store {
     ) -> Result<()> {
         let plan = GatherPlan::ragged(&self.core, indices)?.checked(self.expected());
         let mem = self.memory(cold);
-        let staged = if cold {
+        if cold {
             let mine: Vec<RecordLoc> = positions.iter().map(|&p| locs[p]).collect();
-            Some(self.stage(&mem, &plan, &mine)?)
-        } else {
-            None
-        };
-        let mem = InMemory { staged: staged.as_ref(), ..mem };
+            return self.decode_cold(&mem, &plan, &mine, dsts.iter_mut().map(|d| &mut **d));
+        }
         let mut records = dsts.iter_mut().zip(positions).enumerate();
         records.try_for_each(|(k, (dst, &p))| self.read_record(&mem, &plan, k, &locs[p], dst, &[]))
     }
@@ -912,14 +895,11 @@ impl Records for Store {
         with_scratch_locs(|locs, slots| {
             self.check_first(&mem, &plan, locs)?;
             if mem.cold {
-                let staged = self.stage(&mem, &plan, locs)?;
-                return self.ragged_by_slots(
-                    &InMemory { staged: Some(&staged), ..mem },
-                    &plan,
-                    locs,
-                    slots,
-                    batch,
-                );
+                // Laid out from the checked locations, then each record
+                // decoded into its slot by the thread that read it.
+                return plan.fill_ragged(locs, slots, batch, |buf, slots| {
+                    self.decode_cold(&mem, &plan, locs, spans_mut(buf, slots).into_iter())
+                });
             }
             match mem.data {
                 Some(data) if self.codec() == Codec::Raw => self.ragged_from_memory(data, &plan, locs, batch),
@@ -988,6 +968,20 @@ where
             item
         });
     work::share(parts, run)
+}
+
+/// `buf`'s `spans` (ascending, disjoint) as slices, in order.
+fn spans_mut<'b>(mut buf: &'b mut [u8], spans: &[Range<usize>]) -> Vec<&'b mut [u8]> {
+    let mut base = 0;
+    spans
+        .iter()
+        .map(|s| {
+            let (_, rest) = std::mem::take(&mut buf).split_at_mut(s.start - base);
+            let (span, tail) = rest.split_at_mut(s.len());
+            (buf, base) = (tail, s.end);
+            span
+        })
+        .collect()
 }
 
 /// Random rows miss the cache one after the other. Before copying row `j` of
@@ -1059,23 +1053,6 @@ struct InMemory<'a> {
     /// Where reads of records not in `data` go.
     src: &'a dyn ByteSource,
     /// Whether the gather reads cold: its records are read all at once
-    /// ([`cold::read_all`]) before any is decoded.
+    /// and decoded as they arrive ([`Store::decode_cold`]).
     cold: bool,
-    /// A cold batch's stored bytes, once read ([`Store::stage`]).
-    staged: Option<&'a Staged>,
-}
-
-/// A cold batch's stored bytes, record after record in the plan's order.
-struct Staged {
-    bytes: Vec<u8>,
-    /// Where each record's bytes end.
-    ends: Vec<usize>,
-}
-
-impl Staged {
-    /// Record `k`'s stored bytes.
-    fn record(&self, k: usize) -> &[u8] {
-        let start = k.checked_sub(1).map_or(0, |j| self.ends[j]);
-        &self.bytes[start..self.ends[k]]
-    }
 }
