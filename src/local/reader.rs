@@ -465,7 +465,7 @@ impl Store {
     /// How `plan`'s records are read: from memory ([`Store::in_memory`])
     /// while they are resident, else cold. A cold batch first asks the OS
     /// for its location entries, then reads every record at once with
-    /// pread ([`cold::read_all`]) so the device works on all of them
+    /// pread ([`cold::read_then`]) so the device works on all of them
     /// together: no map of cold pages, so the process's resident memory
     /// stays its batches, not the store. `PROBES` records' residency is
     /// probed (a system call each) per gather, or per `WARM_RECORDS` records
@@ -527,7 +527,7 @@ impl Store {
 
     /// Ask the OS for every location entry of `plan` without waiting,
     /// unless the table is owned or its first entry of the batch is in
-    /// memory. (The records themselves are read by [`cold::read_all`]:
+    /// memory. (The records themselves are read by [`cold::read_then`]:
     /// asking for them with `POSIX_FADV_WILLNEED` first, as before, waited
     /// for the reads here, one at a time.)
     fn read_ahead(&self, plan: &GatherPlan<'_>) {
