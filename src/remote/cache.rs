@@ -277,8 +277,8 @@ impl RangeRead for CachedSource {
             runtime::spawn_blocking(move || shared.read(&req)).await.unwrap_or(Err(Error::Cancelled))
         })
     }
-    /// Every block of `file` mapped here (held maps are let go when found
-    /// evicted, at most a second after, see [`Held::fresh`]).
+    /// Every block of `file` mapped here (a map is let go when its block is
+    /// found evicted, at most a second after).
     fn holds_all(&self, file: StoreFile) -> bool {
         let Some(Known::Cached(v)) = self.shared.known(file) else { return false };
         let blocks = v.total.div_ceil(self.shared.options.block);
