@@ -11,8 +11,10 @@
 # venv scripts/test makes, which holds zrecord and loaderx 2.0.1) runs
 # benches/python/cold.py; ZRECORD_BIN (default: target/release/zrecord) the
 # CLI. Each run starts with the store's pages evicted, and prints:
-#   1. `zrecord bench STORE --cold` with the default backend and with pread
-#      (fresh batches every round, the device's own limit beside them);
+#   1. `zrecord bench STORE --cold` with the default backend, with pread,
+#      and with direct cold reads (O_DIRECT, which the default takes for a
+#      store 8 times its memory); fresh batches every round, the device's
+#      own limit beside the first;
 #   2. benches/python/cold.py STORE: zrecord against loaderx 2.0.1 from
 #      Python, their turns alternating, each round its own batches;
 #   3. the cgroup's peak memory: the readers' memory stays bounded by the
@@ -49,12 +51,14 @@ echo "store $store: $size_mib MiB; memory limit $limit_mib MiB ($(( size_mib / (
 # Every run reads batches of its own seeds: this VM's host caches its
 # virtual disk, so records one run read come back faster to the next.
 seed=$(( $(date +%s) % 100000 * 10 ))
-for backend in mmap pread; do
+device=1
+for how in "--backend mmap" "--backend pread" "--cold-reads direct"; do
   echo
-  echo "\$ zrecord bench $store --cold --backend $backend --rounds 3 --batches 40 --seed $seed"
-  limited "$zrecord" bench "$store" --cold --backend "$backend" --rounds 3 --batches 40 --seed "$seed" --quiet \
-    --device-secs "$([ "$backend" = mmap ] && echo 1 || echo 0)"
+  echo "\$ zrecord bench $store --cold $how --rounds 3 --batches 40 --seed $seed"
+  # shellcheck disable=SC2086 # $how is two words
+  limited "$zrecord" bench "$store" --cold $how --rounds 3 --batches 40 --seed "$seed" --quiet --device-secs $device
   seed=$(( seed + 3 ))
+  device=0
 done
 echo
 echo "\$ python benches/python/cold.py $store --rounds 3 --batches 40 --seed $seed"

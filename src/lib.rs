@@ -21,7 +21,7 @@ cfg_if::cfg_if! {
     if #[cfg(feature = "native")] {
         pub mod local;
         pub mod open;
-        pub use local::reader::{Backend, OpenOptions, Store};
+        pub use local::reader::{Backend, ColdReads, OpenOptions, Store};
         pub use open::{open, open_with, AnyStore};
         pub use local::writer::{CreateOptions, Writer};
         pub use dataset::Dataset;

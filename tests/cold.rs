@@ -16,7 +16,7 @@ use std::sync::Arc;
 use zrecord::format::{Verify, LOC_SIZE, PAGE_SIZE};
 use zrecord::local::cache;
 use zrecord::source::{memory::MemorySource, ByteSource};
-use zrecord::{Backend, Codec, CreateOptions, OpenOptions, Records, Store, Writer};
+use zrecord::{Backend, Codec, ColdReads, CreateOptions, OpenOptions, Records, Store, Writer};
 
 fn scratch(name: &str) -> PathBuf {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cold").join(name);
@@ -84,13 +84,17 @@ fn cold_gathers_read_what_warm_ones_read() {
         // The default backend: pread has no map to ask (each read waits
         // for its own I/O, as before).
         let backend = Backend::Mmap;
-        for verify in [Verify::Off, Verify::Always] {
+        let modes = [(Verify::Off, ColdReads::Buffered), (Verify::Always, ColdReads::Buffered)];
+        let direct = [(Verify::Off, ColdReads::Direct), (Verify::Always, ColdReads::Direct)];
+        for (verify, cold_reads) in modes.into_iter().chain(direct) {
             cache::evict(&dir).unwrap();
             let before = cache::process_read_bytes();
-            let store =
-                Store::open_with(&dir, OpenOptions { backend, verify, ..Default::default() }).unwrap();
+            let options = OpenOptions { backend, verify, cold_reads, ..Default::default() };
+            let store = Store::open_with(&dir, options).unwrap();
             let got = store.gather_any(&idx).unwrap();
-            let what = format!("{}: {backend:?}, {verify:?}", dir.display());
+            let what = format!("{}: {backend:?}, {verify:?}, {cold_reads:?}", dir.display());
+            // This machine's file systems (ext4) read directly.
+            assert_eq!(store.reads_cold_direct(), cold_reads == ColdReads::Direct, "{what}");
             assert_eq!(got.len(), want.len(), "{what}");
             for (k, i) in idx.iter().enumerate() {
                 assert_eq!(got.record(k), want.record(k), "{what}: record {k} (index {i})");
@@ -100,14 +104,20 @@ fn cold_gathers_read_what_warm_ones_read() {
                 assert!(b - a >= 300 * 1024, "{what}: only {} bytes read from the device", b - a);
             }
             assert_eq!(store.cold_gathers(), 1, "{what}");
-            // Now in memory, but the next gathers read cold without
-            // probing for a while; then a probe finds them warm.
+            // Buffered: now in memory, but the next gathers read cold
+            // without probing for a while; then a probe finds them warm.
+            // Direct: nothing was kept, so the probe finds them cold again.
             for _ in 0..12 {
                 store.gather_any(&idx).unwrap();
             }
             let cold = store.cold_gathers();
             store.gather_any(&idx).unwrap();
-            assert_eq!(store.cold_gathers(), cold, "{what}: warm records read cold");
+            match cold_reads {
+                ColdReads::Direct => {
+                    assert_eq!(store.cold_gathers(), cold + 1, "{what}: direct reads cached")
+                }
+                _ => assert_eq!(store.cold_gathers(), cold, "{what}: warm records read cold"),
+            }
         }
     }
 }
@@ -313,19 +323,27 @@ fn a_dataset_gathers_cold_what_it_gathers_warm() {
         let want: Vec<_> =
             ["r", "d"].iter().map(|c| warm.column(c).unwrap().gather_any(&idx).unwrap()).collect();
         drop(warm);
-        for s in stores_under(&root) {
-            cache::evict(&s).unwrap();
-        }
-        let before = cache::process_read_bytes();
-        let ds = Dataset::open(root.to_str().unwrap()).unwrap();
-        for (c, want) in ["r", "d"].iter().zip(&want) {
-            let got = ds.column(c).unwrap().gather_any(&idx).unwrap();
-            for k in 0..idx.len() {
-                assert_eq!(got.record(k), want.record(k), "{codec:?} column {c}: record {k}");
+        for cold_reads in [ColdReads::Auto, ColdReads::Direct] {
+            for s in stores_under(&root) {
+                cache::evict(&s).unwrap();
             }
-        }
-        if let (Some(a), Some(b)) = (before, cache::process_read_bytes()) {
-            assert!(b - a >= 256 * 1024, "{codec:?}: only {} bytes read from the device", b - a);
+            let before = cache::process_read_bytes();
+            let mut options = zrecord::dataset::DatasetOptions::default();
+            options.open.local.cold_reads = cold_reads;
+            let ds = Dataset::open_with(root.to_str().unwrap(), &options).unwrap();
+            for (c, want) in ["r", "d"].iter().zip(&want) {
+                let got = ds.column(c).unwrap().gather_any(&idx).unwrap();
+                for k in 0..idx.len() {
+                    assert_eq!(
+                        got.record(k),
+                        want.record(k),
+                        "{codec:?} {cold_reads:?} column {c}: record {k}"
+                    );
+                }
+            }
+            if let (Some(a), Some(b)) = (before, cache::process_read_bytes()) {
+                assert!(b - a >= 256 * 1024, "{codec:?}: only {} bytes read from the device", b - a);
+            }
         }
     }
 }

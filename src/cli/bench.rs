@@ -50,7 +50,7 @@ use zrecord::location::Location;
 use zrecord::open::{AnyStore, Options};
 use zrecord::remote::CacheStats;
 use zrecord::training::sampler::{Mode, Sampler};
-use zrecord::{Backend, Batch, Records};
+use zrecord::{Backend, Batch, ColdReads, Records};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -87,6 +87,11 @@ pub struct Args {
     /// own random-read limit on data.zr (O_DIRECT) beside it.
     #[arg(long)]
     cold: bool,
+    /// How a local store's batches found out of memory are read: auto
+    /// (direct for a store bigger than this process's memory), buffered
+    /// (pread) or direct (O_DIRECT) [default: auto].
+    #[arg(long, value_name = "R")]
+    cold_reads: Option<ColdReads>,
     /// Rounds of --batches each; the median is reported [default: 1; 3 with --cold].
     #[arg(long, value_name = "N")]
     rounds: Option<u64>,
@@ -183,8 +188,8 @@ pub fn run(ctx: &Ctx, a: Args) -> CliResult {
         )
         .into());
     }
-    if remote_target && a.backend.is_some() {
-        return Err(format!("{}: --backend is for local stores", a.store.display()).into());
+    if remote_target && (a.backend.is_some() || a.cold_reads.is_some()) {
+        return Err(format!("{}: --backend and --cold-reads are for local stores", a.store.display()).into());
     }
     if !(a.device_secs >= 0.0 && a.device_secs <= 3600.0) {
         return Err("--device-secs must be between 0 and 3600".into());
@@ -204,6 +209,9 @@ pub fn run(ctx: &Ctx, a: Args) -> CliResult {
     }
     if let Some(b) = a.backend {
         options.local.backend = b;
+    }
+    if let Some(c) = a.cold_reads {
+        options.local.cold_reads = c;
     }
     let open = || -> CliResult<(Target, f64)> {
         let opened = Instant::now();
@@ -285,6 +293,8 @@ pub fn run(ctx: &Ctx, a: Args) -> CliResult {
         "store": records.name(),
         "remote": remote.is_some(),
         "backend": local.map(|s| format!("{:?}", s.backend()).to_lowercase()),
+        "cold_reads": local.filter(|s| s.backend() == Backend::Mmap)
+            .map(|s| if s.reads_cold_direct() { "direct" } else { "buffered" }),
         "len": len,
         "file_bytes": local.map(|s| {
             let z = s.info().sizes;
@@ -505,6 +515,11 @@ fn text(v: &Value) -> Vec<String> {
                 (false, _) => format!("; {rounds} rounds"),
             }
         ),
+    ];
+    if let (true, Some(how)) = (v["cold"] == true, v["cold_reads"].as_str()) {
+        lines.push(format!("cold reads   {how}"));
+    }
+    lines.extend([
         format!("records/s    {:.0}{med}", f("records_per_s")),
         format!("MiB/s        {:.1} (decoded)", f("mib_per_s")),
         format!(
@@ -516,7 +531,7 @@ fn text(v: &Value) -> Vec<String> {
             f("first_batch_ms")
         ),
         format!("open ms      {:.1}", f("open_ms")),
-    ];
+    ]);
     if let (Some(b), Some(x)) = (v["device_read_bytes"].as_f64(), v["read_amplification"].as_f64()) {
         lines.push(format!(
             "from device  {:.1} MiB read during the timed batches, {x:.2}x the records' stored bytes",

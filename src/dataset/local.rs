@@ -8,7 +8,7 @@ use crate::format::batch::{DenseBatch, RaggedBatch};
 use crate::format::{GatherPlan, RecordLoc, StoreCore, Verify};
 use crate::local::work;
 use crate::records::Records;
-use crate::{Error, OpenOptions, Result, Store};
+use crate::{ColdReads, Error, OpenOptions, Result, Store};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -28,8 +28,15 @@ impl LocalColumn {
     ///
     /// # Errors
     /// `BadDataset` for a column whose schema does not encode.
-    pub fn new(concat: Arc<Concat>, index: usize, root: &Path, options: OpenOptions) -> Result<Self> {
+    pub fn new(concat: Arc<Concat>, index: usize, root: &Path, mut options: OpenOptions) -> Result<Self> {
         let core = column_core(&concat, index)?;
+        // Whether the column, not each shard, fits in memory decides how its
+        // cold batches read: shards that fit one by one churn the page
+        // cache together.
+        if options.cold_reads == ColdReads::Auto {
+            let bigger = crate::local::reader::bigger_than_memory(core.info().sizes.data);
+            options.cold_reads = if bigger { ColdReads::Direct } else { ColdReads::Buffered };
+        }
         Ok(LocalColumn {
             concat,
             index,

@@ -14,7 +14,7 @@ use crate::format::{
 };
 use crate::local::claim::{self, Held, Role};
 use crate::records::Records;
-use crate::source::{mmap::MmapSource, pread::PreadSource, ByteSource};
+use crate::source::{direct::DirectSource, mmap::MmapSource, pread::PreadSource, ByteSource};
 use crate::{Error, Result};
 use rayon::prelude::*;
 use std::cell::RefCell;
@@ -47,6 +47,44 @@ impl std::str::FromStr for Backend {
     }
 }
 
+/// How a batch found out of memory reads its records ([`OpenOptions::cold_reads`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ColdReads {
+    /// `Direct` for a store more than [`DIRECT_BEYOND`] times the memory
+    /// this process can fill with page cache (its cgroup's limit or the
+    /// system's available memory, at open), else `Buffered`.
+    #[default]
+    Auto,
+    /// Through the page cache (`pread`), which keeps what it read.
+    Buffered,
+    /// Past the page cache (`O_DIRECT`, see `source/direct.rs`), where the
+    /// file system allows it (else buffered).
+    Direct,
+}
+
+impl std::str::FromStr for ColdReads {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "auto" => Ok(ColdReads::Auto),
+            "buffered" => Ok(ColdReads::Buffered),
+            "direct" => Ok(ColdReads::Direct),
+            _ => Err(format!("unknown cold reads {s:?} (expected auto, buffered or direct)")),
+        }
+    }
+}
+
+/// How many times the memory left for page cache a store's `data.zr` must
+/// be for [`ColdReads::Auto`] to read it past the page cache. Buffered,
+/// a store that fits turns warm after its first epoch, and one `k` times
+/// memory still finds about `1/k` of each later epoch's records in memory
+/// (an epoch reads every record once, in an order unrelated to the last
+/// one's); direct reads skip the cache's work (inserting, reclaiming: 5-14%
+/// of a cold 64 KiB read on this VM, `source/direct.rs`) but find nothing
+/// there. Beyond 8 times, the hits are worth less than that work, and the
+/// store no longer pushes everything else out of the page cache.
+pub const DIRECT_BEYOND: u64 = 8;
+
 /// Options for [`Store::open_with`].
 #[derive(Clone, Copy, Debug)]
 pub struct OpenOptions {
@@ -61,11 +99,14 @@ pub struct OpenOptions {
     /// off). Opening checks the sidecar itself, the location table and the
     /// dictionary first.
     pub verify: Verify,
+    /// How batches found out of memory are read (mmap backend; default
+    /// `Auto`).
+    pub cold_reads: ColdReads,
 }
 
 impl Default for OpenOptions {
     fn default() -> Self {
-        OpenOptions { backend: Backend::Mmap, lock: true, verify: Verify::Off }
+        OpenOptions { backend: Backend::Mmap, lock: true, verify: Verify::Off, cold_reads: ColdReads::Auto }
     }
 }
 
@@ -128,9 +169,11 @@ pub struct Store {
     sums: Option<Vec<u8>>,
     /// How the files are read (for [`Store::from_sources`]: as the sources do).
     backend: Backend,
-    /// `data.zr` read with pread, for batches whose records are not in
-    /// memory (mmap backend only): see [`Store::access`].
-    cold_data: Option<PreadSource>,
+    /// `data.zr` read with pread or direct I/O, for batches whose records
+    /// are not in memory (mmap backend only): see [`Store::access`].
+    cold_data: Option<Box<dyn ByteSource>>,
+    /// Whether `cold_data` reads past the page cache.
+    cold_direct: bool,
     /// Gathers left that skip the residency probe and read cold.
     cold_left: AtomicU32,
     /// Gathers that read cold so far.
@@ -292,9 +335,11 @@ impl Store {
             }
         }
         if backend == Backend::Mmap {
-            let path = dir.join(DATA);
-            let file = data_file.try_clone().map_err(|e| Error::io(&path, "open", e))?;
-            store.cold_data = Some(PreadSource::new(file).map_err(|e| Error::io(&path, "stat", e))?);
+            let direct = match options.cold_reads {
+                ColdReads::Auto => bigger_than_memory(store.info().sizes.data),
+                c => c == ColdReads::Direct,
+            };
+            store.read_cold(&data_file, &dir.join(DATA), direct)?;
         }
         // Counted as open in this process while locked (for "store busy").
         store._lock = options.lock.then(|| (meta_file, claim::hold(&dir, Role::Reader)));
@@ -337,6 +382,7 @@ impl Store {
             sums: None,
             backend,
             cold_data: None,
+            cold_direct: false,
             cold_left: AtomicU32::new(0),
             cold_gathers: AtomicU64::new(0),
             warm_records: AtomicU64::new(WARM_RECORDS),
@@ -430,6 +476,26 @@ impl Store {
         self.cold_gathers.load(Ordering::Relaxed)
     }
 
+    /// Whether batches found out of memory read past the page cache
+    /// ([`ColdReads`]).
+    pub fn reads_cold_direct(&self) -> bool {
+        self.cold_direct
+    }
+
+    /// Read cold batches of `data` (`data.zr` at `path`) with direct I/O
+    /// (`direct`, where the file system has it) or buffered.
+    fn read_cold(&mut self, data: &File, path: &Path, direct: bool) -> Result<()> {
+        let file = || data.try_clone().map_err(|e| Error::io(path, "open", e));
+        // Where the file system has no direct I/O, buffered.
+        let direct = if direct { DirectSource::new(file()?).ok() } else { None };
+        self.cold_direct = direct.is_some();
+        self.cold_data = Some(match direct {
+            Some(d) => Box::new(d),
+            None => Box::new(PreadSource::new(file()?).map_err(|e| Error::io(path, "stat", e))?),
+        });
+        Ok(())
+    }
+
     /// The store directory.
     pub fn path(&self) -> &Path {
         &self.dir
@@ -493,7 +559,7 @@ impl Store {
             return warm;
         }
         let src: &dyn ByteSource = match &self.cold_data {
-            Some(pread) => pread,
+            Some(cold) => &**cold,
             None => &*self.data,
         };
         InMemory { table: warm.table, data: None, src, cold: true }
@@ -911,6 +977,12 @@ impl Records for Store {
 
 /// Run `f` with this thread's reusable location and slot vectors, taken out
 /// of its scratch while `f` runs (reads inside `f` use the scratch's buffer).
+/// Whether `bytes` of a store (or a dataset's column) are too many for the
+/// page cache to be worth keeping them ([`DIRECT_BEYOND`]).
+pub(crate) fn bigger_than_memory(bytes: u64) -> bool {
+    sys::memory_room().is_some_and(|room| bytes / DIRECT_BEYOND > room)
+}
+
 fn with_scratch_locs<T>(
     f: impl FnOnce(&mut Vec<RecordLoc>, &mut Vec<Range<usize>>) -> Result<T>,
 ) -> Result<T> {

@@ -1,8 +1,9 @@
 //! The platform-specific file calls, in one place: positional reads and
 //! writes (`pread`/`pwrite`: no shared cursor, so threads share one `File`),
-//! block allocation ahead of a write, the allocated size of a file, and its
-//! inode number. Unix has them all (allocation: Linux); elsewhere each falls
-//! back to what the platform offers.
+//! block allocation ahead of a write, the allocated size of a file, its
+//! inode number, direct I/O, and the memory left for the page cache. Unix
+//! has them all (allocation, direct I/O and memory: Linux); elsewhere each
+//! falls back to what the platform offers.
 
 use std::fs::{File, Metadata};
 use std::io;
@@ -25,6 +26,87 @@ cfg_if::cfg_if! {
         /// The write's error.
         pub fn write_all_at(file: &File, buf: &[u8], offset: u64) -> io::Result<()> {
             file.write_all_at(buf, offset)
+        }
+
+        /// Read up to `buf.len()` bytes of `file` at `offset`; how many.
+        ///
+        /// # Errors
+        /// The read's error.
+        pub fn read_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+            file.read_at(buf, offset)
+        }
+
+        /// `file` opened again, read-only, for direct I/O (`O_DIRECT`: reads
+        /// go from the device to the caller's memory, past the page cache).
+        ///
+        /// # Errors
+        /// `Unsupported` off Linux; the open's error (`EINVAL` from a file
+        /// system without direct I/O).
+        pub fn open_direct(file: &File) -> io::Result<File> {
+            #[cfg(target_os = "linux")]
+            {
+                use rustix::fs::{Mode, OFlags};
+                // The open file itself (it may have been renamed or
+                // replaced since), through its descriptor's link.
+                use std::os::fd::AsRawFd;
+                let path = format!("/proc/self/fd/{}", file.as_raw_fd());
+                let flags = OFlags::RDONLY | OFlags::DIRECT | OFlags::CLOEXEC;
+                Ok(File::from(rustix::fs::open(path.as_str(), flags, Mode::empty())?))
+            }
+            #[cfg(not(target_os = "linux"))]
+            {
+                let _ = file;
+                Err(io::ErrorKind::Unsupported.into())
+            }
+        }
+
+        /// Bytes of memory this process can fill with page cache, about:
+        /// the smaller of the system's available memory (`MemAvailable`)
+        /// and the memory limit of its cgroup and the cgroups above it (v2
+        /// `memory.max`, v1 `memory.limit_in_bytes`). `None` when the
+        /// system does not say.
+        pub fn memory_room() -> Option<u64> {
+            #[cfg(target_os = "linux")]
+            {
+                let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
+                let kib = meminfo.lines().find_map(|l| l.strip_prefix("MemAvailable:"))?;
+                let available = kib.trim().trim_end_matches("kB").trim().parse::<u64>().ok()?.saturating_mul(1024);
+                Some(cgroup_memory_limit().map_or(available, |limit| limit.min(available)))
+            }
+            #[cfg(not(target_os = "linux"))]
+            None
+        }
+
+        /// The least memory limit of this process's cgroup and its parents.
+        #[cfg(target_os = "linux")]
+        fn cgroup_memory_limit() -> Option<u64> {
+            use std::path::Path;
+            let groups = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+            let (root, file, path) = groups.lines().find_map(|line| {
+                let mut parts = line.splitn(3, ':');
+                let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
+                match controllers {
+                    "" => Some(("/sys/fs/cgroup", "memory.max", path)),
+                    c if c.split(',').any(|c| c == "memory") => {
+                        Some(("/sys/fs/cgroup/memory", "memory.limit_in_bytes", path))
+                    }
+                    _ => None,
+                }
+            })?;
+            let root = Path::new(root);
+            let mut dir = root.join(path.trim_start_matches('/'));
+            let mut least: Option<u64> = None;
+            loop {
+                // "max" (v2) or a huge number (v1) when unlimited.
+                let limit = std::fs::read_to_string(dir.join(file)).ok().and_then(|s| s.trim().parse().ok());
+                least = match (least, limit) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                };
+                if dir == root || !dir.pop() || !dir.starts_with(root) {
+                    return least;
+                }
+            }
         }
 
         /// Bytes the file system allocated for a file (sparse files hold fewer).
@@ -180,6 +262,28 @@ cfg_if::cfg_if! {
         pub fn write_all_at(mut file: &File, buf: &[u8], offset: u64) -> io::Result<()> {
             file.seek(io::SeekFrom::Start(offset))?;
             file.write_all(buf)
+        }
+
+        /// Read up to `buf.len()` bytes of `file` at `offset` (seek, then read).
+        ///
+        /// # Errors
+        /// The read's error.
+        pub fn read_at(mut file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+            file.seek(io::SeekFrom::Start(offset))?;
+            file.read(buf)
+        }
+
+        /// No direct I/O here.
+        ///
+        /// # Errors
+        /// Always `Unsupported`.
+        pub fn open_direct(_file: &File) -> io::Result<File> {
+            Err(io::ErrorKind::Unsupported.into())
+        }
+
+        /// The memory left for page cache is unknown here.
+        pub fn memory_room() -> Option<u64> {
+            None
         }
 
         /// No block allocation ahead of writes here: they allocate as they go.

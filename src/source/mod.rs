@@ -1,7 +1,8 @@
 //! Byte sources: where a store's file bytes come from.
 //!
 //! One small trait with absolute `u64` offsets. Backends: `mmap` (zero-copy),
-//! `pread` (positional reads), `memory` (tests, fuzzing, browser blobs already
+//! `pread` (positional reads), `direct` (`O_DIRECT` reads, for stores
+//! bigger than memory), `memory` (tests, fuzzing, browser blobs already
 //! in memory). The native reader runs over any of them.
 
 use std::io;
@@ -11,6 +12,7 @@ pub mod memory;
 
 cfg_if::cfg_if! {
     if #[cfg(feature = "native")] {
+        pub mod direct;
         pub mod mmap;
         pub mod pread;
     }
