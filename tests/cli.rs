@@ -928,6 +928,7 @@ fn bench_cold_reports_rounds_and_the_device_limit() {
     assert_eq!(v["rounds"], 3);
     assert_eq!(v["warmup"], 0, "a cold round starts with no warm-up");
     assert_eq!(v["backend"], "mmap");
+    assert_eq!(v["cold_reads"], "buffered", "a small store's cold batches keep what they read");
     assert!(v["records_per_s"].as_f64().unwrap() > 0.0, "{v}");
     assert!(v["first_batch_ms"].as_f64().unwrap() > 0.0, "{v}");
     let rounds = v["per_round"].as_array().unwrap();
@@ -957,6 +958,15 @@ fn bench_cold_reports_rounds_and_the_device_limit() {
             let depths: Vec<u64> =
                 d["depths"].as_array().unwrap().iter().map(|r| r["depth"].as_u64().unwrap()).collect();
             assert_eq!(depths, [1, 2, 4, 8, 16, 32, 64]);
+            // Probed after each round; each depth the median of its probes.
+            assert_eq!(d["probes"], 3, "{d}");
+            for r in d["depths"].as_array().unwrap() {
+                let mut each: Vec<f64> =
+                    r["per_probe"].as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect();
+                each.sort_by(f64::total_cmp);
+                assert_eq!(each.len(), 3, "{r}");
+                assert_eq!(r["reads_per_s"].as_f64().unwrap(), each[1], "{r}");
+            }
             let best = d["best"]["reads_per_s"].as_f64().unwrap();
             assert!(best > 0.0, "{d}");
             assert!(d["depths"]

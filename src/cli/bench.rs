@@ -16,8 +16,10 @@
 //! the round's first batch pays the cold start. Beside the store's numbers
 //! it reports the device's own random-read limit on `data.zr`: `O_DIRECT`
 //! reads of the store's mean stored record (rounded up to 4 KiB) at queue
-//! depths 1 to 64 ([`zrecord::local::cache::device_limit`]), the best of
-//! them, and the store's records/s as a percentage of that best.
+//! depths 1 to 64 ([`zrecord::local::cache::device_limit`]), probed after
+//! every round (`--device-secs` per depth shared out over them), each
+//! depth's median over the probes, the best of those medians, and the
+//! store's records/s (a median over rounds too) as a percentage of it.
 //!
 //! Where the system counts it (`/proc/self/io`), a local store's report
 //! also gives the bytes read from storage during the timed batches and
@@ -95,7 +97,8 @@ pub struct Args {
     /// Rounds of --batches each; the median is reported [default: 1; 3 with --cold].
     #[arg(long, value_name = "N")]
     rounds: Option<u64>,
-    /// With --cold: seconds of O_DIRECT reads at each queue depth (1 to 64); 0 skips the device limit.
+    /// With --cold: seconds of O_DIRECT reads at each queue depth (1 to 64),
+    /// shared out over probes after each round; 0 skips the device limit.
     #[arg(long, default_value_t = 1.0, value_name = "SECS")]
     device_secs: f64,
     /// One JSON object instead of text.
@@ -239,6 +242,9 @@ pub fn run(ctx: &Ctx, a: Args) -> CliResult {
     let dir = store_of(&target).and_then(AnyStore::as_local).map(|s| s.path().to_path_buf());
     let bar = ctx.bar(plan.rounds * a.batches * a.batch, "bench");
     let mut rounds = Vec::with_capacity(plan.rounds as usize);
+    // --device-secs per depth in all, shared out over the rounds.
+    let probe_secs = if a.cold { a.device_secs / plan.rounds as f64 } else { 0.0 };
+    let (mut probes, mut probe_error) = (Vec::new(), None);
     for r in 0..plan.rounds {
         if a.cold {
             let dir = dir.as_deref().expect("--cold is refused for remote stores");
@@ -254,6 +260,16 @@ pub fn run(ctx: &Ctx, a: Args) -> CliResult {
         let mut round = one_round(&plan, r, target.one(column, "bench")?, (remote, local), &bar)?;
         round.open_ms = open_ms;
         rounds.push(round);
+        // The device right after the round: the host's cache of this VM's
+        // disk moves its speed from one second to the next.
+        if let (Some(dir), true, None) = (&dir, probe_secs > 0.0, &probe_error) {
+            let record_bytes = target.one(column, "bench")?.stored_bytes().div_ceil(len) as usize;
+            bar.set_message("device limit");
+            match probe_device(ctx, &dir.join("data.zr"), record_bytes, probe_secs) {
+                Ok(rates) => probes.push(rates),
+                Err(e) => probe_error = Some(e),
+            }
+        }
     }
     bar.finish_and_clear();
     let records = target.one(column, "bench")?;
@@ -261,8 +277,11 @@ pub fn run(ctx: &Ctx, a: Args) -> CliResult {
     let remote = store.and_then(AnyStore::as_remote);
     let local = store.and_then(AnyStore::as_local);
 
-    let device = match (&dir, a.cold && a.device_secs > 0.0) {
-        (Some(dir), true) => Some(device_json(ctx, &dir.join("data.zr"), records, a.device_secs)),
+    let device = match (&dir, probe_secs > 0.0) {
+        (Some(dir), true) => {
+            let record_bytes = records.stored_bytes().div_ceil(len) as usize;
+            Some(device_json(&dir.join("data.zr"), record_bytes, probe_secs, &probes, probe_error))
+        }
         _ => None,
     };
     let per_round: Vec<Value> = rounds.iter().map(Round::json).collect();
@@ -438,45 +457,70 @@ fn cache_json(c: &CacheStats) -> Value {
     Value::Object(c.fields().into_iter().map(|(k, v)| (k.to_string(), v.into())).collect())
 }
 
-/// The device's random-read limit on `data` (O_DIRECT reads of the store's
-/// mean stored record, queue depths 1 to 64) as JSON; a failure (a file
-/// system without O_DIRECT) becomes its `error`, not the command's.
-fn device_json(ctx: &Ctx, data: &Path, records: &dyn Records, secs: f64) -> Value {
-    let record_bytes = records.stored_bytes().div_ceil(records.len().max(1)) as usize;
-    let read_bytes = cache::direct_read_bytes(record_bytes);
+/// One probe of the device under `data` (O_DIRECT reads of the store's
+/// mean stored record at every depth of [`cache::DEPTHS`], `secs` each).
+fn probe_device(
+    ctx: &Ctx,
+    data: &Path,
+    record_bytes: usize,
+    secs: f64,
+) -> Result<Vec<cache::DeviceRate>, String> {
     let spin = ctx.spinner("device limit");
-    let mut depths = Vec::new();
-    let mut error = None;
+    let mut rates = Vec::new();
     for depth in cache::DEPTHS {
         spin.set_message(format!(
             "device limit: O_DIRECT reads of {} on data.zr, queue depth {depth}",
-            size(read_bytes as u64)
+            size(cache::direct_read_bytes(record_bytes) as u64)
         ));
-        match cache::device_limit(data, record_bytes, &[depth], Duration::from_secs_f64(secs)) {
-            Ok(rates) => depths.extend(rates),
-            Err(e) => {
-                error = Some(e.to_string());
-                break;
-            }
-        }
+        let rate = cache::device_limit(data, record_bytes, &[depth], Duration::from_secs_f64(secs));
+        rates.extend(rate.map_err(|e| e.to_string())?);
     }
     spin.finish_and_clear();
-    let rate = |r: &cache::DeviceRate| {
-        json!({
-            "depth": r.depth,
-            "reads_per_s": r.reads_per_s,
-            "bytes_per_s": r.bytes_per_s,
-            "mib_per_s": r.bytes_per_s / (1u64 << 20) as f64,
+    Ok(rates)
+}
+
+/// The device's random-read limit on `data` from `probes` (one after each
+/// round): each depth's median over the probes, and the best of those.
+/// (The best of single probes would stand for the host's luckiest second:
+/// this VM's disk moves 2x from one second to the next, and the store's
+/// number beside it is a median too.)
+fn device_json(
+    data: &Path,
+    record_bytes: usize,
+    secs: f64,
+    probes: &[Vec<cache::DeviceRate>],
+    error: Option<String>,
+) -> Value {
+    let depths: Vec<Value> = cache::DEPTHS
+        .iter()
+        .enumerate()
+        .map(|(k, &depth)| {
+            let at = |f: fn(&cache::DeviceRate) -> f64| -> Vec<f64> {
+                probes.iter().filter_map(|p| p.get(k)).map(f).collect()
+            };
+            let bytes_per_s = median(at(|r| r.bytes_per_s));
+            json!({
+                "depth": depth,
+                "reads_per_s": median(at(|r| r.reads_per_s)),
+                "bytes_per_s": bytes_per_s,
+                "mib_per_s": bytes_per_s / (1u64 << 20) as f64,
+                "per_probe": at(|r| r.reads_per_s),
+            })
         })
-    };
-    let best = depths.iter().max_by(|x, y| x.reads_per_s.total_cmp(&y.reads_per_s));
+        .collect();
+    let best =
+        depths.iter().filter(|d| d["reads_per_s"].as_f64().is_some_and(f64::is_finite)).max_by(|x, y| {
+            let r = |v: &Value| v["reads_per_s"].as_f64().unwrap_or(0.0);
+            r(x).total_cmp(&r(y))
+        });
     json!({
         "file": data.display().to_string(),
         "record_bytes": record_bytes,
-        "read_bytes": read_bytes,
+        "read_bytes": cache::direct_read_bytes(record_bytes),
         "secs_per_depth": secs,
-        "depths": depths.iter().map(rate).collect::<Vec<_>>(),
-        "best": if error.is_none() { best.map(rate) } else { None },
+        "probes": probes.len(),
+        "best": if error.is_none() { best.cloned() } else { None },
+        "depths": depths,
         "error": error,
     })
 }
@@ -600,18 +644,26 @@ fn text(v: &Value) -> Vec<String> {
     let d = &v["device_limit"];
     if d.is_object() {
         lines.push(format!(
-            "device       O_DIRECT random reads of {} (mean stored record {}) on {}, {} s per depth",
+            "device       O_DIRECT random reads of {} (mean stored record {}) on {}, {:.2} s per depth after each round; median of {} probes",
             size(d["read_bytes"].as_u64().unwrap_or(0)),
             size(d["record_bytes"].as_u64().unwrap_or(0)),
             d["file"].as_str().unwrap_or_default(),
-            d["secs_per_depth"]
+            d["secs_per_depth"].as_f64().unwrap_or(f64::NAN),
+            d["probes"]
         ));
         for r in d["depths"].as_array().into_iter().flatten() {
+            let each: Vec<String> = r["per_probe"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|x| format!("{:.0}", x.as_f64().unwrap_or(f64::NAN)))
+                .collect();
             lines.push(format!(
-                "  depth {:<4} {:.0} reads/s, {:.1} MiB/s",
+                "  depth {:<4} {:.0} reads/s, {:.1} MiB/s (probes: {})",
                 r["depth"].as_u64().unwrap_or(0),
                 r["reads_per_s"].as_f64().unwrap_or(f64::NAN),
-                r["mib_per_s"].as_f64().unwrap_or(f64::NAN)
+                r["mib_per_s"].as_f64().unwrap_or(f64::NAN),
+                each.join(", ")
             ));
         }
         if let Some(e) = d["error"].as_str() {

@@ -12,6 +12,7 @@
 //! page of an evicted 16 MiB file read all 16 MiB back). [`process_read_bytes`]
 //! around a read tells whether it was cold.
 
+use super::sys;
 use crate::format::files::StoreFile;
 use crate::{Error, Result};
 use std::fs::File;
@@ -127,7 +128,7 @@ pub fn device_limit(
     const NO_DIRECT: &str = "open with O_DIRECT (the file system does not support O_DIRECT)";
     const NO_DIRECT_READ: &str = "O_DIRECT read (the file system does not support O_DIRECT)";
     let read_bytes = direct_read_bytes(record_bytes);
-    let file = sys::open_direct(path).map_err(|e| {
+    let file = File::open(path).and_then(|f| sys::open_direct(&f)).map_err(|e| {
         let op = if e.kind() == io::ErrorKind::InvalidInput { NO_DIRECT } else { "open with O_DIRECT" };
         Error::io(path, op, e)
     })?;
@@ -141,6 +142,13 @@ pub fn device_limit(
     // Aligned offsets at which a whole read fits (offset 0 for a short file).
     let slots = size.saturating_sub(read_bytes as u64) / DIRECT_ALIGN as u64 + 1;
     let mut rates = Vec::with_capacity(depths.len());
+    // Offsets of their own for every call, depth and thread: a virtual
+    // machine's host caches what the guest read of its disk, and fixed
+    // streams read the same offsets again (each deeper run repeating the
+    // shallower runs' threads, each call the last one's), measuring that
+    // cache instead of the device.
+    let fresh =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
     for (run, &depth) in depths.iter().enumerate() {
         let depth = depth.max(1);
         let start = Instant::now();
@@ -149,7 +157,7 @@ pub fn device_limit(
             let threads: Vec<_> = (0..depth)
                 .map(|t| {
                     let file = &file;
-                    let seed = ((run as u64) << 32) ^ t as u64;
+                    let seed = fresh ^ ((run as u64) << 32) ^ t as u64;
                     scope.spawn(move || read_loop(file, read_bytes, slots, seed, deadline))
                 })
                 .collect();
@@ -224,55 +232,6 @@ pub fn process_read_bytes() -> Option<u64> {
     let text = std::fs::read_to_string("/proc/self/io").ok()?;
     let line = text.lines().find(|l| l.starts_with("read_bytes:"))?;
     line.split_whitespace().nth(1)?.parse().ok()
-}
-
-#[cfg(target_os = "linux")]
-mod sys {
-    use rustix::fs::{fadvise, Advice, OFlags};
-    use std::fs::File;
-    use std::io;
-    use std::os::unix::fs::{FileExt, OpenOptionsExt};
-    use std::path::Path;
-
-    pub fn drop_cached(file: &File) -> io::Result<()> {
-        Ok(fadvise(file, 0, None, Advice::DontNeed)?)
-    }
-
-    pub fn open_direct(path: &Path) -> io::Result<File> {
-        std::fs::OpenOptions::new().read(true).custom_flags(OFlags::DIRECT.bits() as i32).open(path)
-    }
-
-    pub fn read_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
-        loop {
-            match file.read_at(buf, offset) {
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                other => return other,
-            }
-        }
-    }
-}
-
-#[cfg(not(target_os = "linux"))]
-mod sys {
-    use std::fs::File;
-    use std::io;
-    use std::path::Path;
-
-    fn unsupported() -> io::Error {
-        io::Error::new(io::ErrorKind::Unsupported, "only on Linux")
-    }
-
-    pub fn drop_cached(_file: &File) -> io::Result<()> {
-        Err(unsupported())
-    }
-
-    pub fn open_direct(_path: &Path) -> io::Result<File> {
-        Err(unsupported())
-    }
-
-    pub fn read_at(_file: &File, _buf: &mut [u8], _offset: u64) -> io::Result<usize> {
-        Err(unsupported())
-    }
 }
 
 #[cfg(all(test, target_os = "linux"))]

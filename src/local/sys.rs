@@ -33,7 +33,29 @@ cfg_if::cfg_if! {
         /// # Errors
         /// The read's error.
         pub fn read_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
-            file.read_at(buf, offset)
+            loop {
+                match file.read_at(buf, offset) {
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    done => return done,
+                }
+            }
+        }
+
+        /// Drop `file`'s clean pages from the page cache
+        /// (`POSIX_FADV_DONTNEED`; pages a live map holds stay).
+        ///
+        /// # Errors
+        /// The call's error; `Unsupported` off Linux.
+        pub fn drop_cached(file: &File) -> io::Result<()> {
+            #[cfg(target_os = "linux")]
+            {
+                Ok(rustix::fs::fadvise(file, 0, None, rustix::fs::Advice::DontNeed)?)
+            }
+            #[cfg(not(target_os = "linux"))]
+            {
+                let _ = file;
+                Err(io::ErrorKind::Unsupported.into())
+            }
         }
 
         /// `file` opened again, read-only, for direct I/O (`O_DIRECT`: reads
@@ -271,6 +293,14 @@ cfg_if::cfg_if! {
         pub fn read_at(mut file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
             file.seek(io::SeekFrom::Start(offset))?;
             file.read(buf)
+        }
+
+        /// No page cache advice here.
+        ///
+        /// # Errors
+        /// Always `Unsupported`.
+        pub fn drop_cached(_file: &File) -> io::Result<()> {
+            Err(io::ErrorKind::Unsupported.into())
         }
 
         /// No direct I/O here.

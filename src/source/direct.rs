@@ -102,7 +102,6 @@ fn read_blocks(file: &File, blocks: &mut [u8], start: u64, need: usize) -> io::R
         match sys::read_at(file, &mut blocks[got..], start + got as u64) {
             Ok(0) => break,
             Ok(n) => got += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(e) => return Err(e),
         }
         if got % ALIGN != 0 {
