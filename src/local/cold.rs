@@ -3,6 +3,15 @@
 //! so the device has as many reads in flight as the batch has records (up
 //! to [`DEPTH`]) instead of one per gathering thread.
 //!
+//! The pool is this file's own, threads that sleep on a condition variable
+//! between batches: rayon's threads (the pool before) look for work 32
+//! times, yielding the core each time, before they sleep, and 64 of them
+//! made 105,750 `sched_yield` calls for 30,724 reads of 64 KiB records
+//! (`perf stat`), taking the cores the reads' copies and decoding needed:
+//! with these threads, none, 30% fewer context switches, and 9-10% less
+//! CPU for the same cold 2 KiB token batches (1,150-1,163 against
+//! 1,246-1,284 ms of task clock, builds alternated, load 19).
+//!
 //! Measured on this VM's disk with `benches/cold_io` (2 cores; cold random
 //! records, every method reading records of its own; numbers in
 //! benches/results/bigger_than_memory.md): 64 KiB records, 64 threads
@@ -14,16 +23,17 @@
 //! pool, were faster still in one run (about 15,000), and through the
 //! whole reader 1.05-1.14x on 64 KiB records (tokens alike), but they leave
 //! nothing in the page cache: a store that fits in memory would read cold
-//! every epoch instead of turning warm after its first (tried and undone).
+//! every epoch instead of turning warm after its first. They are what a
+//! store far bigger than memory reads with (`source/direct.rs`).
 
 use super::work::{self, Made};
 use crate::source::ByteSource;
 use crate::{Error, Result};
-use rayon::{ThreadPool, ThreadPoolBuilder};
 use std::cell::Cell;
 use std::io;
+use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Condvar, Mutex, Once, PoisonError};
 
 /// Reads in flight for one cold batch, at most: the deepest queue `zrecord
 /// bench --cold` measures the device at (its best came at depths 8 to 64
@@ -31,15 +41,120 @@ use std::sync::{Mutex, PoisonError};
 /// cost no CPU; 16 threads read 7-16% slower than 64.
 pub(crate) const DEPTH: usize = 64;
 
+/// A batch's work: run by the caller and pool threads at once, each taking
+/// reads until none is left.
+type Task<'a> = &'a (dyn Fn() + Sync);
+
+/// The pool's threads and the batch they work on.
+struct Pool {
+    state: Mutex<State>,
+    /// A new batch for the threads.
+    work: Condvar,
+    /// A thread left the batch.
+    left: Condvar,
+    /// One batch at a time: other callers wait here.
+    turn: Mutex<()>,
+    /// The threads, started on first use.
+    started: Once,
+}
+
+#[derive(Default)]
+struct State {
+    /// The batch's task, its lifetime erased: see [`Pool::run`].
+    task: Option<Task<'static>>,
+    /// Threads the batch still wants (no more are woken than it has reads).
+    wanted: usize,
+    /// Threads running the task now.
+    inside: usize,
+    /// Whether the task panicked on a pool thread.
+    panicked: bool,
+}
+
+impl Pool {
+    /// Run `task` on this thread and on up to `helpers` pool threads at
+    /// once, and return once all have left it.
+    fn run(&'static self, helpers: usize, task: Task<'_>) {
+        self.started.call_once(|| {
+            for i in 1..DEPTH {
+                let thread = std::thread::Builder::new().name(format!("zrecord-io-{i}"));
+                if thread.spawn(move || self.serve()).is_err() {
+                    break; // fewer threads: fewer reads in flight
+                }
+            }
+        });
+        let _turn = work::lock(&self.turn);
+        {
+            let mut s = work::lock(&self.state);
+            // SAFETY: only the lifetime is erased. The pool's threads use
+            // the task only between taking it here, under the lock, and
+            // leaving (`inside` back down); this function clears it and
+            // waits for every thread to leave before it returns, so no use
+            // outlives the borrow.
+            #[allow(unsafe_code)]
+            let task: Task<'static> = unsafe { std::mem::transmute::<Task<'_>, Task<'static>>(task) };
+            s.task = Some(task);
+            s.wanted = helpers.min(DEPTH - 1);
+            s.panicked = false;
+            for _ in 0..s.wanted {
+                self.work.notify_one();
+            }
+        }
+        let mine = panic::catch_unwind(AssertUnwindSafe(task));
+        let mut s = work::lock(&self.state);
+        (s.task, s.wanted) = (None, 0);
+        while s.inside > 0 {
+            s = self.left.wait(s).unwrap_or_else(PoisonError::into_inner);
+        }
+        let theirs = std::mem::take(&mut s.panicked);
+        drop(s);
+        if let Err(p) = mine {
+            panic::resume_unwind(p);
+        }
+        assert!(!theirs, "a cold read thread panicked");
+    }
+
+    /// A pool thread: sleep until a batch wants it, work on it, again.
+    fn serve(&self) {
+        loop {
+            let task = {
+                let mut s = work::lock(&self.state);
+                loop {
+                    match s.task {
+                        Some(task) if s.wanted > 0 => {
+                            s.wanted -= 1;
+                            s.inside += 1;
+                            break task;
+                        }
+                        _ => s = self.work.wait(s).unwrap_or_else(PoisonError::into_inner),
+                    }
+                }
+            };
+            let ok = panic::catch_unwind(AssertUnwindSafe(task)).is_ok();
+            let mut s = work::lock(&self.state);
+            s.panicked |= !ok;
+            s.inside -= 1;
+            if s.inside == 0 {
+                self.left.notify_all();
+            }
+        }
+    }
+}
+
 /// This process's read pool, made on first use (a child made by `fork` makes
-/// its own).
-fn pool() -> Option<&'static ThreadPool> {
-    static POOL: Mutex<Made<ThreadPool>> = Mutex::new(None);
+/// its own): `DEPTH - 1` threads, the caller being the last.
+fn pool() -> Option<&'static Pool> {
+    static POOL: Mutex<Made<Pool>> = Mutex::new(None);
     thread_local! {
-        static MINE: Cell<Made<ThreadPool>> = const { Cell::new(None) };
+        static MINE: Cell<Made<Pool>> = const { Cell::new(None) };
     }
     work::per_process(&MINE, &POOL, || {
-        ThreadPoolBuilder::new().num_threads(DEPTH).thread_name(|i| format!("zrecord-io-{i}")).build().ok()
+        Some(Pool {
+            state: Mutex::new(State::default()),
+            work: Condvar::new(),
+            left: Condvar::new(),
+            turn: Mutex::new(()),
+            started: Once::new(),
+        })
     })
 }
 
@@ -49,9 +164,6 @@ fn pool() -> Option<&'static ThreadPool> {
 /// overlaps the reads still in flight (a batch of 2 KiB zstd records
 /// decoded after its last read spent a fifth of its time decoding with the
 /// device idle). The first error: a read's (`io` names it) or `then`'s.
-/// Every thread of the pool is woken at once and takes reads until none is
-/// left (rayon's parallel iterators wake threads one steal at a time: on a
-/// busy machine few had started before the batch was read).
 pub(crate) fn read_then<T: Send>(
     src: &dyn ByteSource,
     reads: &mut [(u64, &mut [u8], T)],
@@ -68,7 +180,7 @@ pub(crate) fn read_then<T: Send>(
     let next = AtomicUsize::new(0);
     let failed = Mutex::new(None);
     let reads: Vec<Mutex<&mut (u64, &mut [u8], T)>> = reads.iter_mut().map(Mutex::new).collect();
-    pool.broadcast(|_| loop {
+    pool.run(reads.len() - 1, &|| loop {
         let k = next.fetch_add(1, Ordering::Relaxed);
         let Some(r) = reads.get(k) else { break };
         if let Err(e) = one(k, &mut work::lock(r)) {
@@ -77,4 +189,54 @@ pub(crate) fn read_then<T: Send>(
         }
     });
     failed.into_inner().unwrap_or_else(PoisonError::into_inner).map_or(Ok(()), Err)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::source::memory::MemorySource;
+
+    /// Callers on many threads at once, batches of every size from 0 to
+    /// past `DEPTH`: each gets its own bytes, and an error stops only its
+    /// own batch.
+    #[test]
+    fn batches_from_many_threads_read_their_own_bytes() {
+        let bytes: Vec<u8> = (0..100_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        let src = MemorySource::new(bytes.clone());
+        let io = |e: io::Error| Error::io("memory", "read", e);
+        std::thread::scope(|scope| {
+            for caller in 0..8u64 {
+                let (src, bytes) = (&src, &bytes);
+                scope.spawn(move || {
+                    for n in [0, 1, 2, 3, 63, 64, 65, 200] {
+                        let mut bufs = vec![[0u8; 10]; n];
+                        let mut reads: Vec<(u64, &mut [u8], usize)> = bufs
+                            .iter_mut()
+                            .enumerate()
+                            .map(|(k, b)| (caller * 1000 + k as u64 * 37, &mut b[..], 0))
+                            .collect();
+                        read_then(src, &mut reads, io, |k, got, seen| {
+                            *seen = k + 1;
+                            assert_eq!(got.len(), 10);
+                            Ok(())
+                        })
+                        .unwrap();
+                        for (k, (offset, got, seen)) in reads.iter().enumerate() {
+                            assert_eq!(*seen, k + 1, "read {k} of {n} handed on once");
+                            assert_eq!(&got[..], &bytes[*offset as usize..*offset as usize + 10]);
+                        }
+                        // One read past the end: this batch's error.
+                        let mut past = vec![[0u8; 10]; n.max(2)];
+                        let mut reads: Vec<(u64, &mut [u8], ())> = past
+                            .iter_mut()
+                            .enumerate()
+                            .map(|(k, b)| (k as u64 * 10, &mut b[..], ()))
+                            .collect();
+                        reads[1].0 = 99_995;
+                        assert!(read_then(src, &mut reads, io, |_, _, _| Ok(())).is_err());
+                    }
+                });
+            }
+        });
+    }
 }
