@@ -63,6 +63,18 @@ impl Split {
         self.groups.iter().map(|g| g.positions.iter().map(|&p| take(p)).collect()).collect()
     }
 
+    /// Where each record of the gather is, in gather order: its group, and
+    /// its place in that group.
+    pub fn places(&self) -> Vec<(usize, usize)> {
+        let mut places = vec![(0, 0); self.len];
+        for (g, group) in self.groups.iter().enumerate() {
+            for (k, &p) in group.positions.iter().enumerate() {
+                places[p] = (g, k);
+            }
+        }
+        places
+    }
+
     /// The same gather with every group of more than `most` records cut
     /// into consecutive pieces of at most `most` (pieces of one shard are
     /// groups of their own): work shared by group is then shared evenly
