@@ -158,7 +158,7 @@ impl Concat {
 
 /// Maps keyed by shard number: hashed by one multiplication (Fibonacci
 /// hashing), not SipHash, whose rounds cost a batch of 256 over 64 shards
-/// about 1% of its gather. Shard numbers come from the manifest, not from
+/// about 1% of its gather (grouping its indices, finding its open shards). Shard numbers come from the manifest, not from
 /// an attacker choosing keys to collide.
 type ByShard = BuildHasherDefault<ShardHasher>;
 
@@ -265,7 +265,7 @@ pub struct OpenShards<S> {
 
 #[derive(Debug)]
 struct Lru<S> {
-    open: HashMap<usize, (Arc<S>, u64)>,
+    open: HashMap<usize, (Arc<S>, u64), ByShard>,
     clock: u64,
     cap: usize,
 }
@@ -273,7 +273,7 @@ struct Lru<S> {
 impl<S> OpenShards<S> {
     /// An empty cache holding at most `cap` shards (at least 1).
     pub fn new(cap: usize) -> Self {
-        OpenShards { inner: Mutex::new(Lru { open: HashMap::new(), clock: 0, cap: cap.max(1) }) }
+        OpenShards { inner: Mutex::new(Lru { open: HashMap::default(), clock: 0, cap: cap.max(1) }) }
     }
 
     /// Shard `k`, if open.
