@@ -113,7 +113,7 @@ const WARM_RECORDS: u64 = 256;
 /// page cache.
 const PROBES: usize = 4;
 /// How far ahead of its copy a Dense row's bytes are asked for (see
-/// [`prefetch_ahead`]).
+/// `Parts::prefetch_ahead` in `reader/parts.rs`).
 const PREFETCH_ROWS: usize = 8;
 /// Bytes of each record (and its checksum) asked for ahead of the copy: all
 /// of a small record; the hardware prefetcher follows a long one's stream.
