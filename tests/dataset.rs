@@ -293,6 +293,10 @@ fn sealed_shards_are_checked() {
     let e = ds.column("x").unwrap().gather(&[8]).unwrap_err();
     assert!(matches!(e, Error::ChecksumMismatch { .. } | Error::CorruptRecord { .. }), "{e}");
     assert!(ds.column("x").unwrap().gather(&[0, 3]).is_ok());
+    // A Dense batch over several shards too, the error naming the shard's store.
+    let e = ds.column("x").unwrap().gather(&[0, 8, 3]).unwrap_err();
+    assert!(matches!(e, Error::ChecksumMismatch { .. } | Error::CorruptRecord { .. }), "{e}");
+    assert!(e.to_string().contains("shards/"), "{e}");
     // A Ragged batch over several shards checks each shard's records.
     let e = ds.column("tokens").unwrap().gather_ragged(&[0, 8, 3]).unwrap_err();
     assert!(matches!(e, Error::ChecksumMismatch { .. }), "{e}");

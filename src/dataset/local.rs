@@ -1,12 +1,13 @@
 //! A dataset's column over shards on the local file system: the native
-//! driver. A gather's shards fill their rows of the batch in place, in
-//! parallel (each shard's own gather shares its work too, see `work.rs`).
+//! driver. A gather over many shards is one pass over the batch, each
+//! record read from its shard into its place (`local/reader/parts.rs`).
 
 use super::concat::{column_core, Concat, OpenShards, Split, OPEN_SHARDS};
 use super::manifest::ColumnSpec;
-use crate::format::batch::{DenseBatch, RaggedBatch};
+use crate::format::batch::{try_room, DenseBatch, RaggedBatch};
+use crate::format::decode::slot_parts;
 use crate::format::{GatherPlan, RecordLoc, StoreCore, Verify};
-use crate::local::work;
+use crate::local::reader::{Part, Parts};
 use crate::records::Records;
 use crate::{ColdReads, Error, OpenOptions, Result, Store};
 use std::path::{Path, PathBuf};
@@ -104,35 +105,30 @@ impl LocalColumn {
 }
 
 impl LocalColumn {
-    /// A gather over several shards, ready to share out: its groups cut
-    /// to spread over the threads, each group's store, and whether the
-    /// batch (`bytes`) is worth sharing at all (as one store decides).
-    fn prepare(&self, split: Split, bytes: usize) -> Result<(Split, Vec<Arc<Store>>, bool)> {
-        let most = split.len.div_ceil(4 * work::threads());
-        let split = split.chunked(most);
-        let stores = split.groups.iter().map(|g| self.shard(g.shard)).collect::<Result<Vec<Arc<Store>>>>()?;
-        for stored in [false, true] {
-            for (g, store) in split.groups.iter().zip(&stores) {
-                store.prefetch(&g.local, stored);
-            }
-        }
-        let parallel = stores.first().is_some_and(|s| s.parallel(bytes, split.len));
-        Ok((split, stores, parallel))
+    /// The store of each group of `split`, in its order.
+    fn stores(&self, split: &Split) -> Result<Vec<Arc<Store>>> {
+        split.groups.iter().map(|g| self.shard(g.shard)).collect()
     }
 
     /// Fill `rows` (one row's bytes each, in gather order) with the
-    /// records of `split`: each shard's straight into its rows.
+    /// records of `split`: one pass over the batch, each record from its
+    /// shard ([`Parts`]); shards found cold read their rows on their own.
     fn fill_rows(&self, split: Split, mut rows: Vec<&mut [u8]>) -> Result<()> {
         if split.is_one_group() {
             let g = &split.groups[0];
             return self.shard(g.shard)?.gather_rows(&g.local, &mut rows);
         }
-        let bytes = rows.iter().map(|r| r.len()).sum();
-        let (split, stores, parallel) = self.prepare(split, bytes)?;
-        let parts = split.per_group(rows);
-        work::share_if(parallel, parts.into_iter().enumerate(), |(g, mut rows)| {
-            stores[g].gather_rows(&split.groups[g].local, &mut rows)
-        })
+        let stores = self.stores(&split)?;
+        let parts = (stores.iter().zip(&split.groups))
+            .map(|(store, g)| store.dense_part(&g.local))
+            .collect::<Result<Vec<Part<'_>>>>()?;
+        for (part, g) in parts.iter().zip(&split.groups).filter(|(p, _)| p.is_cold()) {
+            let mut mine: Vec<&mut [u8]> =
+                g.positions.iter().map(|&p| std::mem::take(&mut rows[p])).collect();
+            part.fill_cold(&mut mine)?;
+        }
+        let row = self.core.info().dense_row()?;
+        Parts::many(&parts, &split.places()).fill_rows(row, &mut rows)
     }
 }
 
@@ -190,30 +186,32 @@ impl Records for LocalColumn {
     }
 
     fn gather_ragged_into(&self, indices: &[u64], batch: &mut RaggedBatch) -> Result<()> {
-        GatherPlan::ragged(&self.core, indices)?;
+        let plan = GatherPlan::ragged(&self.core, indices)?;
         let split = self.concat.split(indices)?;
         if split.is_one_group() {
             let g = &split.groups[0];
             return self.shard(g.shard)?.gather_ragged_into(&g.local, batch);
         }
-        // Stored bytes stand in for the decoded ones, unknown yet.
-        let info = self.core.info();
-        let bytes = (info.sizes.data / info.len().max(1)).saturating_mul(indices.len() as u64);
-        let (split, stores, parallel) = self.prepare(split, usize::try_from(bytes).unwrap_or(usize::MAX))?;
+        let stores = self.stores(&split)?;
+        let parts = (stores.iter().zip(&split.groups))
+            .map(|(store, g)| store.ragged_part(&g.local))
+            .collect::<Result<Vec<Part<'_>>>>()?;
+        let places = split.places();
+        let records = Parts::many(&parts, &places);
         // Every shard's locations checked first, into one batch's, then one
-        // batch laid out for all of them, each shard decoding its records
-        // into their slots.
-        let mut locs = vec![RecordLoc::default(); split.len];
-        let cold = (split.groups.iter().zip(&stores))
-            .map(|(g, store)| store.ragged_locs(&g.local, &g.positions, &mut locs))
-            .collect::<Result<Vec<bool>>>()?;
-        let plan = GatherPlan::ragged(&self.core, indices)?;
+        // batch laid out for all of them, each record decoded into its slot.
+        let mut locs = Vec::new();
+        try_room(&mut locs, indices.len()).map_err(|e| plan.out_of_memory(e, "the locations"))?;
+        records.check_locs(&mut locs)?;
         plan.fill_ragged(&locs, &mut Vec::new(), batch, |buf, slots| {
-            let parts = split.per_group(crate::format::decode::slot_parts(buf, slots));
-            work::share_if(parallel, parts.into_iter().enumerate(), |(g, mut dsts)| {
-                let group = &split.groups[g];
-                stores[g].decode_placed(&group.local, (&group.positions, &locs), cold[g], &mut dsts)
-            })
+            if parts.iter().any(Part::is_cold) {
+                let mut dsts = slot_parts(buf, slots);
+                for (part, g) in parts.iter().zip(&split.groups).filter(|(p, _)| p.is_cold()) {
+                    let mine: Vec<RecordLoc> = g.positions.iter().map(|&p| locs[p]).collect();
+                    part.decode_cold(&mine, g.positions.iter().map(|&p| std::mem::take(&mut dsts[p])))?;
+                }
+            }
+            records.decode_slots(&locs, buf, slots)
         })
     }
 }

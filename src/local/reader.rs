@@ -3,6 +3,10 @@
 //! for large ones. It only knows how to get bytes (mmap or pread); every rule
 //! of a gather lives in [`crate::format::plan`].
 
+mod parts;
+
+pub(crate) use parts::{Part, Parts};
+
 use super::{cold, sys, work};
 use crate::format::batch::{try_room, DenseBatch, RaggedBatch};
 use crate::format::files::{DATA, DICT, META};
@@ -150,7 +154,7 @@ const WARM_RECORDS: u64 = 256;
 /// page cache.
 const PROBES: usize = 4;
 /// How far ahead of its copy a Dense row's bytes are asked for (see
-/// [`prefetch_ahead`]).
+/// `Parts::prefetch_ahead` in `reader/parts.rs`).
 const PREFETCH_ROWS: usize = 8;
 /// Bytes of each record (and its checksum) asked for ahead of the copy: all
 /// of a small record; the hardware prefetcher follows a long one's stream.
@@ -707,28 +711,8 @@ impl Store {
         locs: &mut Vec<RecordLoc>,
     ) -> Result<()> {
         locs.clear();
-        let idx = plan.indices();
-        try_room(locs, idx.len()).map_err(|e| plan.out_of_memory(e, "the locations"))?;
-        for (k, &i) in idx.iter().enumerate() {
-            if let (Some(table), Some(&ahead)) = (mem.table, idx.get(k + 2 * PREFETCH_ROWS)) {
-                sys::prefetch(table_entry(table, ahead));
-            }
-            let loc = match mem.table {
-                Some(t) => RecordLoc::from_table(t, i as usize),
-                None => self.loc_at(i)?,
-            };
-            plan.check_loc(k, &loc)?;
-            // Its bytes are read after every location is checked: ask now.
-            if let Some(data) = mem.data {
-                sys::prefetch(stored_head(data, &loc));
-                sys::prefetch(plan.expected_entry(i).unwrap_or_default());
-            }
-            if let Some(head) = plan.frame_head(&loc) {
-                self.with_stored(mem.src, head, |bytes| plan.check_frame_head(k, &loc, bytes))?;
-            }
-            locs.push(loc);
-        }
-        Ok(())
+        try_room(locs, plan.len()).map_err(|e| plan.out_of_memory(e, "the locations"))?;
+        Parts::one(&Part::new(self, *mem, *plan)).check_locs(locs)
     }
 
     /// Whether a batch of `n` records, `total_bytes` decoded, fans out
@@ -765,64 +749,12 @@ impl Store {
         if mem.cold {
             return self.fill_rows_cold(mem, plan, rows);
         }
-        // Rows `first..` of the plan, into `outs`.
-        let task = |(first, outs): (usize, &mut [&mut [u8]])| -> Result<()> {
-            let idx = &plan.indices()[first..first + outs.len()];
-            for (j, dst) in outs.iter_mut().enumerate() {
-                let ahead = prefetch_ahead(mem, plan, idx, j);
-                let loc = match mem.table {
-                    Some(table) => RecordLoc::from_table(table, idx[j] as usize),
-                    None => self.loc_at(idx[j])?,
-                };
-                plan.check_loc(first + j, &loc)?;
-                self.read_record(mem, plan, first + j, &loc, dst, ahead)?;
-            }
-            Ok(())
-        };
-        if !self.parallel(rows.len() * row, plan.len()) {
-            return task((0, rows));
-        }
-        // Parts shared with the calling thread, as a Ragged batch's. Against
-        // rayon's `par_chunks_mut` on its global pool (the calling thread
-        // asleep), interleaved from Python: raw token blocks x1024 1.18x, raw
-        // images x16 1.15x, token blocks x16 1.05x, images x256 0.98x.
-        let mut rest = rows;
-        let parts =
-            work::guided(plan.len(), plan.len() * row, |_| row, usize::MAX, MIN_PART_BYTES).map(move |r| {
-                let (part, tail) = std::mem::take(&mut rest).split_at_mut(r.len());
-                rest = tail;
-                (r.start, part)
-            });
-        work::share(parts, task)
-    }
-
-    /// Ask the CPU, without waiting, for what a gather of `indices` reads
-    /// first: their location entries (`stored == false`), or, once those
-    /// are near, the first bytes of their records (`stored`). A dataset
-    /// takes a few records from each of many shards: each shard's gather is
-    /// too short for its own prefetches to run ahead of its reads, so the
-    /// dataset asks for every shard's first, level by level.
-    /// Only for a store its last probe found warm: reading a cold table to
-    /// find the records would fault its pages in one by one.
-    pub(crate) fn prefetch(&self, indices: &[u64], stored: bool) {
-        let warm = self.cold_left.load(Ordering::Relaxed) == 0
-            && self.warm_records.load(Ordering::Relaxed) < WARM_RECORDS;
-        if !warm {
-            return;
-        }
-        let mem = self.in_memory();
-        let (Some(table), Some(data)) = (mem.table, mem.data) else { return };
-        for &i in indices {
-            match stored {
-                false => sys::prefetch(table_entry(table, i)),
-                true => sys::prefetch(stored_head(data, &RecordLoc::from_table(table, i as usize))),
-            }
-        }
+        Parts::one(&Part::new(self, *mem, *plan)).fill_rows(row, rows)
     }
 
     /// Gather Dense records `indices` into `rows` (one row's bytes each, in
-    /// the gather's order): a dataset's column gathers each shard's rows of
-    /// a batch straight into their places.
+    /// the gather's order): a mixture's sources, or a dataset's batch held
+    /// by one shard, gather their rows of a batch straight into their places.
     ///
     /// # Errors
     /// As [`Records::gather_into`].
@@ -833,52 +765,23 @@ impl Store {
         self.fill_rows(&self.access(&plan), &plan, rows)
     }
 
-    /// Check the locations of Ragged records `indices` (big frames' heads
-    /// too) into `locs[positions[k]]` for record `k`, and say whether they
-    /// read cold: a dataset sizes its batch from every shard's before any
-    /// record decodes ([`Store::decode_placed`]).
+    /// This store's part of a dataset's Dense gather: records `indices`,
+    /// read as a residency probe decides for the batch ([`Store::access`]).
     ///
     /// # Errors
-    /// As [`Records::gather_ragged_into`] before it sizes the batch.
-    pub(crate) fn ragged_locs(
-        &self,
-        indices: &[u64],
-        positions: &[usize],
-        locs: &mut [RecordLoc],
-    ) -> Result<bool> {
-        let plan = GatherPlan::ragged(&self.core, indices)?.checked(self.expected());
-        let cold = self.decide_cold(&plan);
-        with_scratch_locs(|mine, _| {
-            self.check_first(&self.memory(cold), &plan, mine)?;
-            for (&p, &loc) in positions.iter().zip(mine.iter()) {
-                locs[p] = loc;
-            }
-            Ok(cold)
-        })
+    /// As [`Records::gather_into`] before it reads.
+    pub(crate) fn dense_part<'a>(&'a self, indices: &'a [u64]) -> Result<Part<'a>> {
+        let plan = GatherPlan::dense(&self.core, indices)?.checked(self.expected());
+        Ok(Part::new(self, self.access(&plan), plan))
     }
 
-    /// Decode Ragged records `indices`, at the locations [`Store::ragged_locs`]
-    /// checked into `locs[positions[k]]` and read as it decided (`cold`),
-    /// into `dsts` (each its record's `logic_length` bytes, anywhere in a
-    /// dataset's batch).
+    /// This store's part of a dataset's Ragged gather (as [`Store::dense_part`]).
     ///
     /// # Errors
-    /// As [`Records::gather_ragged_into`].
-    pub(crate) fn decode_placed(
-        &self,
-        indices: &[u64],
-        (positions, locs): (&[usize], &[RecordLoc]),
-        cold: bool,
-        dsts: &mut [&mut [u8]],
-    ) -> Result<()> {
+    /// As [`Records::gather_ragged_into`] before it reads.
+    pub(crate) fn ragged_part<'a>(&'a self, indices: &'a [u64]) -> Result<Part<'a>> {
         let plan = GatherPlan::ragged(&self.core, indices)?.checked(self.expected());
-        let mem = self.memory(cold);
-        if cold {
-            let mine: Vec<RecordLoc> = positions.iter().map(|&p| locs[p]).collect();
-            return self.decode_cold(&mem, &plan, &mine, dsts.iter_mut().map(|d| &mut **d));
-        }
-        let mut records = dsts.iter_mut().zip(positions).enumerate();
-        records.try_for_each(|(k, (dst, &p))| self.read_record(&mem, &plan, k, &locs[p], dst, &[]))
+        Ok(Part::new(self, self.access(&plan), plan))
     }
 
     /// Raw Ragged records in memory: parse each prefix where it lies and copy
@@ -915,10 +818,8 @@ impl Store {
         slots: &mut Vec<Range<usize>>,
         batch: &mut RaggedBatch,
     ) -> Result<()> {
-        let decode = |k: usize, dst: &mut [u8]| self.read_record(mem, plan, k, &locs[k], dst, &[]);
-        plan.fill_ragged(locs, slots, batch, |buf, slots| {
-            for_each_span(buf, slots, self.parallel(buf.len(), plan.len()), &decode)
-        })
+        let part = Part::new(self, *mem, *plan);
+        plan.fill_ragged(locs, slots, batch, |buf, slots| Parts::one(&part).decode_slots(locs, buf, slots))
     }
 }
 
@@ -1054,52 +955,6 @@ fn spans_mut<'b>(mut buf: &'b mut [u8], spans: &[Range<usize>]) -> Vec<&'b mut [
             span
         })
         .collect()
-}
-
-/// Random rows miss the cache one after the other. Before copying row `j` of
-/// `idx`, ask for what later rows need: row `j + PREFETCH_ROWS`'s stored
-/// bytes and checksum entry, row `j + 2 * PREFETCH_ROWS`'s location (so that
-/// one is in cache when its bytes are asked for). The misses then overlap
-/// the copying and hashing of the rows before them instead of stalling it.
-/// Row 0 also asks for the first rows'. Only for a store in memory.
-///
-/// Returns the stored bytes of row `j + PREFETCH_ROWS` when the plan asks
-/// for them itself while it decodes row `j` (checked raw rows: spread over
-/// the hash, the requests do not stall it), else nothing.
-#[inline(always)]
-fn prefetch_ahead<'d>(mem: &InMemory<'d>, plan: &GatherPlan<'_>, idx: &[u64], j: usize) -> &'d [u8] {
-    let (Some(table), Some(data)) = (mem.table, mem.data) else {
-        return &[];
-    };
-    let by_plan = plan.fetches_ahead();
-    let stored = |i: u64| {
-        let head = stored_head(data, &RecordLoc::from_table(table, i as usize));
-        sys::prefetch(plan.expected_entry(i).unwrap_or_default());
-        if !by_plan {
-            sys::prefetch(head);
-        }
-        head
-    };
-    if j == 0 {
-        idx.iter().take(2 * PREFETCH_ROWS).for_each(|&i| sys::prefetch(table_entry(table, i)));
-        idx.iter()
-            .take(PREFETCH_ROWS)
-            .for_each(|&i| sys::prefetch(stored_head(data, &RecordLoc::from_table(table, i as usize))));
-    }
-    if let Some(&i) = idx.get(j + 2 * PREFETCH_ROWS) {
-        sys::prefetch(table_entry(table, i));
-    }
-    match idx.get(j + PREFETCH_ROWS) {
-        Some(&i) => {
-            let head = stored(i);
-            if by_plan {
-                head
-            } else {
-                &[]
-            }
-        }
-        None => &[],
-    }
 }
 
 /// Record `i`'s location entry in `table` (empty when out of range).
