@@ -7,10 +7,13 @@
 //! between batches: rayon's threads (the pool before) look for work 32
 //! times, yielding the core each time, before they sleep, and 64 of them
 //! made 105,750 `sched_yield` calls for 30,724 reads of 64 KiB records
-//! (`perf stat`), taking the cores the reads' copies and decoding needed:
-//! with these threads, none, 30% fewer context switches, and 9-10% less
-//! CPU for the same cold 2 KiB token batches (1,150-1,163 against
-//! 1,246-1,284 ms of task clock, builds alternated, load 19).
+//! (`perf stat`), CPU the reads' copies and decoding could have used. With
+//! these threads: none, a fifth fewer context switches, and 11-13% less
+//! CPU for the same cold batches (builds alternated, `zrecord bench
+//! --cold`, 6 runs each: 2 KiB zstd token blocks, median 1,029-1,035
+//! against 1,170 ms of task clock; 64 KiB raw records, 2.8-3.0 against
+//! 3.3-3.6 s), at the same records/s within this VM's noise (tokens
+//! median about 48-50k both, 64 KiB 9.4-9.7k against 9.8k).
 //!
 //! Measured on this VM's disk with `benches/cold_io` (2 cores; cold random
 //! records, every method reading records of its own; numbers in
@@ -83,7 +86,7 @@ impl Pool {
             }
         });
         let _turn = work::lock(&self.turn);
-        {
+        let wanted = {
             let mut s = work::lock(&self.state);
             // SAFETY: only the lifetime is erased. The pool's threads use
             // the task only between taking it here, under the lock, and
@@ -95,9 +98,12 @@ impl Pool {
             s.task = Some(task);
             s.wanted = helpers.min(DEPTH - 1);
             s.panicked = false;
-            for _ in 0..s.wanted {
-                self.work.notify_one();
-            }
+            s.wanted
+        };
+        // Woken with the lock free, so no woken thread waits on it for the
+        // next wake-up.
+        for _ in 0..wanted {
+            self.work.notify_one();
         }
         let mine = panic::catch_unwind(AssertUnwindSafe(task));
         let mut s = work::lock(&self.state);
