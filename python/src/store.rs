@@ -42,9 +42,11 @@ impl NativeStore {
     /// against the store's checksum sidecar (an unsealed store fails to open);
     /// `backend` (`mmap` or `pread`) for a local store.
     /// `cache` (a directory) reads a remote store through the node-local
-    /// cache, holding at most `cache_limit` bytes.
+    /// cache, holding at most `cache_limit` bytes. `cold_reads` (`auto`,
+    /// `buffered` or `direct`): how a local store's batches found out of
+    /// memory are read (`zrecord::ColdReads`).
     #[staticmethod]
-    #[pyo3(signature = (path, verify = false, backend = "mmap", cache = None, cache_limit = None))]
+    #[pyo3(signature = (path, verify = false, backend = "mmap", cache = None, cache_limit = None, cold_reads = "auto"))]
     fn open(
         py: Python<'_>,
         path: String,
@@ -52,10 +54,12 @@ impl NativeStore {
         backend: &str,
         cache: Option<std::path::PathBuf>,
         cache_limit: Option<u64>,
+        cold_reads: &str,
     ) -> PyResult<NativeStore> {
         let verify = if verify { Verify::Always } else { Verify::Off };
         let mut options = zrecord::open::Options::default().verify(verify);
         options.local.backend = backend.parse().map_err(pyo3::exceptions::PyValueError::new_err)?;
+        options.local.cold_reads = cold_reads.parse().map_err(pyo3::exceptions::PyValueError::new_err)?;
         options.cache = cache_options(cache, cache_limit);
         let opened = py.detach(|| ForkSafe::open(&path, options));
         Ok(NativeStore::new(opened.py_err(py)?))

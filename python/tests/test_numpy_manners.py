@@ -3,8 +3,11 @@ keep their shape, IndexError for any integer out of range, ``np.asarray``
 in one gather, ``.shape`` and a telling ``repr``; a Sampler whose iteration
 yields arrays the caller owns; options that survive pickling."""
 
+import os
 import pickle
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -190,3 +193,54 @@ def test_backend_pread_reads_without_mapping_and_survives_pickling(tmp_path):
     assert grown["pread"] < 2 << 20 <= 6 << 20 <= grown["mmap"], grown
     with pytest.raises(ValueError, match="backend"):
         Ragged.open(tmp_path / "d", backend="io_uring")
+
+
+def test_cold_reads_choose_how_out_of_memory_batches_read_and_survive_pickling(tmp_path):
+    """``cold_reads`` reaches the reader: with ``"direct"`` a batch read
+    after the store's pages were evicted leaves them out of the page cache
+    (the next gather finds them cold again), with ``"buffered"`` it brings
+    them in; both read the same bytes, and the choice travels with a
+    pickled reader."""
+    data = np.random.default_rng(4).integers(0, 255, (512, 16384), dtype=np.uint8)  # 8 MiB
+    with Dense.create(tmp_path / "d", np.uint8, (16384,), codec="raw") as w:
+        w.append(data)
+    idx = np.random.default_rng(5).permutation(len(data))[:256]
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benches" / "python"))
+    from cold import evict
+
+    def read_from_device(i):
+        """Bytes read from storage to read record `i` with a buffered pread."""
+        fd = os.open(tmp_path / "d" / "data.zr", os.O_RDONLY)
+        try:
+            before = _read_bytes()
+            os.pread(fd, 16384, int(i) * 16384)
+            return _read_bytes() - before
+        finally:
+            os.close(fd)
+
+    evict(tmp_path / "d")
+    if read_from_device(idx[-1]) == 0:
+        pytest.skip("this file system keeps no evictable page cache (tmpfs?)")
+    for how in ("buffered", "direct"):
+        evict(tmp_path / "d")
+        ds = Dense.open(tmp_path / "d", cold_reads=how)
+        assert np.array_equal(ds[idx], data[idx])
+        assert ("cold_reads=" in repr(ds)) and how in repr(ds), repr(ds)
+        clone = pickle.loads(pickle.dumps(ds))
+        assert repr(clone) == repr(ds)
+        assert np.array_equal(clone[idx[:8]], data[idx[:8]])
+        clone.close()
+        ds.close()
+        # What the gather left in the page cache: its records, or none.
+        read = read_from_device(idx[0])
+        if how == "buffered":
+            assert read == 0, "a buffered cold read leaves its record cached"
+        else:
+            assert read >= 16384, "a direct cold read leaves nothing cached"
+    with pytest.raises(ValueError, match="cold_reads"):
+        Dense.open(tmp_path / "d", cold_reads="sometimes")
+
+
+def _read_bytes():
+    with open("/proc/self/io") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("read_bytes:"))

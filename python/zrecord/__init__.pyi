@@ -77,7 +77,8 @@ class Dense(_Base):
     item_shape: Tuple[int, ...]
     @classmethod
     def open(cls, path: _PathLike, verify: bool = False, backend: Literal["mmap", "pread"] = "mmap",
-             cache: Optional[_PathLike] = None, cache_limit: Union[int, str, None] = None) -> "Dense":
+             cache: Optional[_PathLike] = None, cache_limit: Union[int, str, None] = None,
+             cold_reads: Literal["auto", "buffered", "direct"] = "auto") -> "Dense":
         """Open a store for reading: a directory or an ``http(s)://``,
         ``s3://``, ``gs://`` or ``az://`` URL. With ``verify=True`` every
         record read is checked against the store's checksum sidecar
@@ -127,7 +128,8 @@ class Ragged(_Base):
 
     @classmethod
     def open(cls, path: _PathLike, verify: bool = False, backend: Literal["mmap", "pread"] = "mmap",
-             cache: Optional[_PathLike] = None, cache_limit: Union[int, str, None] = None) -> "Ragged":
+             cache: Optional[_PathLike] = None, cache_limit: Union[int, str, None] = None,
+             cold_reads: Literal["auto", "buffered", "direct"] = "auto") -> "Ragged":
         """Open a store for reading: a directory or a URL; ``verify`` as for
         :meth:`Dense.open`."""
     @classmethod

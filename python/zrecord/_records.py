@@ -132,18 +132,22 @@ class _Base:
             f"use {type(self).__name__}.open(...) or {type(self).__name__}.create(...)"
         )
 
-    def _open(self, path, dense, verify=False, backend="mmap", cache=None, cache_limit=None):
+    def _open(self, path, dense, verify=False, backend="mmap", cache=None, cache_limit=None,
+              cold_reads="auto"):
         self._writable = False
         self._verify = bool(verify)
         if backend not in ("mmap", "pread"):
             raise ValueError(f"unknown backend {backend!r} (expected 'mmap' or 'pread')")
+        if cold_reads not in ("auto", "buffered", "direct"):
+            raise ValueError(f"unknown cold_reads {cold_reads!r} (expected 'auto', 'buffered' or 'direct')")
         self._backend = backend
+        self._cold_reads = cold_reads
         self._cache = None if cache is None else os.fsdecode(os.fspath(cache))
         self._cache_limit = _size(cache_limit)
         self.path = path if _is_url(path) else Path(path)
         name = path if _is_url(path) else os.fsdecode(os.fspath(path))
         try:
-            store = _native.NativeStore.open(name, verify, backend, self._cache, self._cache_limit)
+            store = _native.NativeStore.open(name, verify, backend, self._cache, self._cache_limit, cold_reads)
         except ZrecordSchemaError as exc:
             raise ZrecordSchemaError(exc.code, _explain_schema(str(exc), dense)) from None
         except FileNotFoundError as exc:
@@ -331,7 +335,8 @@ class _Base:
         path = self.path if isinstance(self.path, str) else os.fspath(self.path)
         # Every option of open() travels with it (a spawned worker checks too).
         return (type(self).open, (path, getattr(self, "_verify", False), getattr(self, "_backend", "mmap"),
-                                  getattr(self, "_cache", None), getattr(self, "_cache_limit", None)))
+                                  getattr(self, "_cache", None), getattr(self, "_cache_limit", None),
+                                  getattr(self, "_cold_reads", "auto")))
 
     def __repr__(self):
         store = getattr(self, "_store", None)
@@ -347,6 +352,8 @@ class _Base:
             parts.append("verify=True")
         if getattr(self, "_backend", "mmap") != "mmap":
             parts.append(f"backend={self._backend!r}")
+        if getattr(self, "_cold_reads", "auto") != "auto":
+            parts.append(f"cold_reads={self._cold_reads!r}")
         return f"{type(self).__name__}({', '.join(parts)})"
 
 
@@ -366,7 +373,7 @@ class Dense(_Base):
     """
 
     @classmethod
-    def open(cls, path, verify=False, backend="mmap", cache=None, cache_limit=None):
+    def open(cls, path, verify=False, backend="mmap", cache=None, cache_limit=None, cold_reads="auto"):
         """Open an existing dense container for reading: a directory, or an
         ``http(s)://`` (any server that answers Range requests), ``s3://``,
         ``gs://`` or ``az://`` URL of one. With ``verify=True`` every record
@@ -379,9 +386,13 @@ class Dense(_Base):
         a directory that every process of the machine shares, where blocks
         of the store are fetched once and then read from disk; it holds at
         most ``cache_limit`` bytes (an int, or a string such as ``"20GiB"``;
-        docs/CACHE.md)."""
+        docs/CACHE.md). ``cold_reads`` (a local store, the mmap backend): how
+        batches found out of memory are read, ``"buffered"`` (through the
+        page cache), ``"direct"`` (``O_DIRECT``, past it) or ``"auto"`` (the
+        default: direct for a store more than 8 times the memory the process
+        can fill with page cache)."""
         self = cls.__new__(cls)
-        self._open(path, True, verify, backend, cache, cache_limit)
+        self._open(path, True, verify, backend, cache, cache_limit, cold_reads)
         return self
 
     @classmethod
@@ -502,12 +513,13 @@ class Ragged(_Base):
     """
 
     @classmethod
-    def open(cls, path, verify=False, backend="mmap", cache=None, cache_limit=None):
+    def open(cls, path, verify=False, backend="mmap", cache=None, cache_limit=None, cold_reads="auto"):
         """Open an existing ragged container for reading: a directory, or an
         ``http(s)://``, ``s3://``, ``gs://`` or ``az://`` URL of one;
-        ``verify``, ``backend``, ``cache`` and ``cache_limit`` as for :meth:`Dense.open`."""
+        ``verify``, ``backend``, ``cache``, ``cache_limit`` and ``cold_reads`` as for
+        :meth:`Dense.open`."""
         self = cls.__new__(cls)
-        self._open(path, False, verify, backend, cache, cache_limit)
+        self._open(path, False, verify, backend, cache, cache_limit, cold_reads)
         return self
 
     @classmethod
