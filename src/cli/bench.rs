@@ -245,6 +245,8 @@ pub fn run(ctx: &Ctx, a: Args) -> CliResult {
     // --device-secs per depth in all, shared out over the rounds.
     let probe_secs = if a.cold { a.device_secs / plan.rounds as f64 } else { 0.0 };
     let (mut probes, mut probe_error) = (Vec::new(), None);
+    // The device is read in units of the store's mean stored record.
+    let record_bytes = target.one(column, "bench")?.stored_bytes().div_ceil(len) as usize;
     for r in 0..plan.rounds {
         if a.cold {
             let dir = dir.as_deref().expect("--cold is refused for remote stores");
@@ -263,7 +265,6 @@ pub fn run(ctx: &Ctx, a: Args) -> CliResult {
         // The device right after the round: the host's cache of this VM's
         // disk moves its speed from one second to the next.
         if let (Some(dir), true, None) = (&dir, probe_secs > 0.0, &probe_error) {
-            let record_bytes = target.one(column, "bench")?.stored_bytes().div_ceil(len) as usize;
             bar.set_message("device limit");
             match probe_device(ctx, &dir.join("data.zr"), record_bytes, probe_secs) {
                 Ok(rates) => probes.push(rates),
@@ -279,7 +280,6 @@ pub fn run(ctx: &Ctx, a: Args) -> CliResult {
 
     let device = match (&dir, probe_secs > 0.0) {
         (Some(dir), true) => {
-            let record_bytes = records.stored_bytes().div_ceil(len) as usize;
             Some(device_json(&dir.join("data.zr"), record_bytes, probe_secs, &probes, probe_error))
         }
         _ => None,

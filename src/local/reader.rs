@@ -876,14 +876,14 @@ impl Records for Store {
     }
 }
 
-/// Run `f` with this thread's reusable location and slot vectors, taken out
-/// of its scratch while `f` runs (reads inside `f` use the scratch's buffer).
 /// Whether `bytes` of a store (or a dataset's column) are too many for the
 /// page cache to be worth keeping them ([`DIRECT_BEYOND`]).
 pub(crate) fn bigger_than_memory(bytes: u64) -> bool {
     sys::memory_room().is_some_and(|room| bytes / DIRECT_BEYOND > room)
 }
 
+/// Run `f` with this thread's reusable location and slot vectors, taken out
+/// of its scratch while `f` runs (reads inside `f` use the scratch's buffer).
 fn with_scratch_locs<T>(
     f: impl FnOnce(&mut Vec<RecordLoc>, &mut Vec<Range<usize>>) -> Result<T>,
 ) -> Result<T> {
