@@ -122,13 +122,19 @@ impl LocalColumn {
         let parts = (stores.iter().zip(&split.groups))
             .map(|(store, g)| store.dense_part(&g.local))
             .collect::<Result<Vec<Part<'_>>>>()?;
-        for (part, g) in parts.iter().zip(&split.groups).filter(|(p, _)| p.is_cold()) {
-            let mut mine: Vec<&mut [u8]> =
-                g.positions.iter().map(|&p| std::mem::take(&mut rows[p])).collect();
-            part.fill_cold(&mut mine)?;
+        let places = split.places();
+        let records = Parts::many(&parts, &places);
+        if parts.iter().any(Part::is_cold) {
+            // Every cold shard's records read at once, then the rest.
+            let mut locs = Vec::new();
+            try_room(&mut locs, rows.len()).map_err(|e| {
+                e.error(&self.concat.name, format!("the locations of {} records", rows.len()))
+            })?;
+            records.check_locs(&mut locs)?;
+            records.read_cold(&locs, &mut rows)?;
         }
         let row = self.core.info().dense_row()?;
-        Parts::many(&parts, &split.places()).fill_rows(row, &mut rows)
+        records.fill_rows(row, &mut rows)
     }
 }
 
@@ -205,11 +211,7 @@ impl Records for LocalColumn {
         records.check_locs(&mut locs)?;
         plan.fill_ragged(&locs, &mut Vec::new(), batch, |buf, slots| {
             if parts.iter().any(Part::is_cold) {
-                let mut dsts = slot_parts(buf, slots);
-                for (part, g) in parts.iter().zip(&split.groups).filter(|(p, _)| p.is_cold()) {
-                    let mine: Vec<RecordLoc> = g.positions.iter().map(|&p| locs[p]).collect();
-                    part.decode_cold(&mine, g.positions.iter().map(|&p| std::mem::take(&mut dsts[p])))?;
-                }
+                records.read_cold(&locs, &mut slot_parts(buf, slots))?;
             }
             records.decode_slots(&locs, buf, slots)
         })

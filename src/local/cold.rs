@@ -30,10 +30,8 @@
 //! store far bigger than memory reads with (`source/direct.rs`).
 
 use super::work::{self, Made};
-use crate::source::ByteSource;
-use crate::{Error, Result};
+use crate::Result;
 use std::cell::Cell;
-use std::io;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, Once, PoisonError};
@@ -164,34 +162,29 @@ fn pool() -> Option<&'static Pool> {
     })
 }
 
-/// Fill every buffer of `reads` with the bytes of `src` at its offset, up
-/// to [`DEPTH`] reads at once, and hand each, as soon as it is read, to
-/// `then(k, bytes, &mut reads[k].2)` on the thread that read it: decoding
-/// overlaps the reads still in flight (a batch of 2 KiB zstd records
-/// decoded after its last read spent a fifth of its time decoding with the
-/// device idle). The first error: a read's (`io` names it) or `then`'s.
-pub(crate) fn read_then<T: Send>(
-    src: &dyn ByteSource,
-    reads: &mut [(u64, &mut [u8], T)],
-    io: impl Fn(io::Error) -> Error + Sync,
-    then: impl Fn(usize, &[u8], &mut T) -> Result<()> + Sync,
+/// Run `read(k, &mut items[k])` for every item, up to [`DEPTH`] at once:
+/// each item one record's blocking read and then its decoding, on the
+/// thread that read it, so decoding overlaps the reads still in flight (a
+/// batch of 2 KiB zstd records decoded after its last read spent a fifth of
+/// its time decoding with the device idle). The items of one batch may read
+/// different stores (a dataset's shards): all are in flight together. The
+/// first error stops the batch.
+pub(crate) fn each<T: Send>(
+    items: &mut [T],
+    read: impl Fn(usize, &mut T) -> Result<()> + Sync,
 ) -> Result<()> {
-    let one = |k: usize, (offset, buf, to): &mut (u64, &mut [u8], T)| {
-        src.read_exact_at(*offset, buf).map_err(&io)?;
-        then(k, buf, to)
-    };
-    let Some(pool) = pool().filter(|_| reads.len() > 1) else {
-        return reads.iter_mut().enumerate().try_for_each(|(k, r)| one(k, r));
+    let Some(pool) = pool().filter(|_| items.len() > 1) else {
+        return items.iter_mut().enumerate().try_for_each(|(k, r)| read(k, r));
     };
     let next = AtomicUsize::new(0);
     let failed = Mutex::new(None);
-    let reads: Vec<Mutex<&mut (u64, &mut [u8], T)>> = reads.iter_mut().map(Mutex::new).collect();
-    pool.run(reads.len() - 1, &|| loop {
+    let items: Vec<Mutex<&mut T>> = items.iter_mut().map(Mutex::new).collect();
+    pool.run(items.len() - 1, &|| loop {
         let k = next.fetch_add(1, Ordering::Relaxed);
-        let Some(r) = reads.get(k) else { break };
-        if let Err(e) = one(k, &mut work::lock(r)) {
+        let Some(r) = items.get(k) else { break };
+        if let Err(e) = read(k, &mut work::lock(r)) {
             work::lock(&failed).get_or_insert(e);
-            next.store(reads.len(), Ordering::Relaxed);
+            next.store(items.len(), Ordering::Relaxed);
         }
     });
     failed.into_inner().unwrap_or_else(PoisonError::into_inner).map_or(Ok(()), Err)
@@ -201,6 +194,9 @@ pub(crate) fn read_then<T: Send>(
 mod tests {
     use super::*;
     use crate::source::memory::MemorySource;
+    use crate::source::ByteSource;
+    use crate::Error;
+    use std::io;
 
     /// Callers on many threads at once, batches of every size from 0 to
     /// past `DEPTH`: each gets its own bytes, and an error stops only its
@@ -221,9 +217,9 @@ mod tests {
                             .enumerate()
                             .map(|(k, b)| (caller * 1000 + k as u64 * 37, &mut b[..], 0))
                             .collect();
-                        read_then(src, &mut reads, io, |k, got, seen| {
+                        each(&mut reads, |k, (offset, got, seen)| {
+                            src.read_exact_at(*offset, got).map_err(io)?;
                             *seen = k + 1;
-                            assert_eq!(got.len(), 10);
                             Ok(())
                         })
                         .unwrap();
@@ -239,7 +235,10 @@ mod tests {
                             .map(|(k, b)| (k as u64 * 10, &mut b[..], ()))
                             .collect();
                         reads[1].0 = 99_995;
-                        assert!(read_then(src, &mut reads, io, |_, _, _| Ok(())).is_err());
+                        let read = |_, (offset, got, ()): &mut (u64, &mut [u8], ())| {
+                            src.read_exact_at(*offset, got).map_err(io)
+                        };
+                        assert!(each(&mut reads, read).is_err());
                     }
                 });
             }

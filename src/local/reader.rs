@@ -7,8 +7,9 @@ mod parts;
 
 pub(crate) use parts::{Part, Parts};
 
-use super::{cold, sys, work};
+use super::{sys, work};
 use crate::format::batch::{try_room, DenseBatch, RaggedBatch};
+use crate::format::decode::slot_parts;
 use crate::format::files::{DATA, DICT, META};
 use crate::format::plan::Expected;
 use crate::format::store_core::check_dict_size;
@@ -535,7 +536,7 @@ impl Store {
     /// How `plan`'s records are read: from memory ([`Store::in_memory`])
     /// while they are resident, else cold. A cold batch first asks the OS
     /// for its location entries, then reads every record at once with
-    /// pread ([`cold::read_then`]) so the device works on all of them
+    /// pread ([`Parts::read_cold`]) so the device works on all of them
     /// together: no map of cold pages, so the process's resident memory
     /// stays its batches, not the store. `PROBES` records' residency is
     /// probed (a system call each) per gather, or per `WARM_RECORDS` records
@@ -597,7 +598,7 @@ impl Store {
 
     /// Ask the OS for every location entry of `plan` without waiting,
     /// unless the table is owned or its first entry of the batch is in
-    /// memory. (The records themselves are read by [`cold::read_then`]:
+    /// memory. (The records themselves are read by [`Parts::read_cold`]:
     /// asking for them with `POSIX_FADV_WILLNEED` first, as before, waited
     /// for the reads here, one at a time.)
     fn read_ahead(&self, plan: &GatherPlan<'_>) {
@@ -609,34 +610,8 @@ impl Store {
         }
     }
 
-    /// Read the stored bytes of a cold batch's checked `locs` into one
-    /// buffer, every record at once, and decode record `k` into `dsts[k]`
-    /// on the thread that read it as soon as it has ([`cold::read_then`]).
-    fn decode_cold<'d>(
-        &self,
-        mem: &InMemory<'_>,
-        plan: &GatherPlan<'_>,
-        locs: &[RecordLoc],
-        dsts: impl Iterator<Item = &'d mut [u8]>,
-    ) -> Result<()> {
-        let total = locs.iter().map(|l| l.phys_length as usize).sum();
-        let mut bytes = Vec::new();
-        try_room(&mut bytes, total).map_err(|e| plan.out_of_memory(e, "a cold batch's stored bytes"))?;
-        bytes.resize(total, 0);
-        let mut reads = Vec::with_capacity(locs.len());
-        let mut rest = bytes.as_mut_slice();
-        for (loc, dst) in locs.iter().zip(dsts) {
-            let (head, tail) = std::mem::take(&mut rest).split_at_mut(loc.phys_length as usize);
-            reads.push((loc.offset, head, dst));
-            rest = tail;
-        }
-        let io = |e| self.io_err(StoreFile::Data, e);
-        cold::read_then(mem.src, &mut reads, io, |k, src, dst| plan.decode(k, src, dst))
-    }
-
-    /// Fill `rows` with a cold Dense `plan`'s records: raw ones read
-    /// straight into their rows, others decoded into them as they are read
-    /// ([`Store::decode_cold`]).
+    /// Fill `rows` with a cold Dense `plan`'s records, every one read at
+    /// once ([`Parts::read_cold`]).
     fn fill_rows_cold(
         &self,
         mem: &InMemory<'_>,
@@ -645,18 +620,11 @@ impl Store {
     ) -> Result<()> {
         with_scratch_locs(|locs, _| {
             self.check_first(mem, plan, locs)?;
-            if self.codec() == Codec::Raw && !plan.fetches_ahead() {
-                // A checked raw location's stored length is its row's.
-                let mut reads: Vec<(u64, &mut [u8], ())> =
-                    locs.iter().zip(rows.iter_mut()).map(|(l, r)| (l.offset, &mut **r, ())).collect();
-                let io = |e| self.io_err(StoreFile::Data, e);
-                return cold::read_then(mem.src, &mut reads, io, |_, _, _| Ok(()));
-            }
-            self.decode_cold(mem, plan, locs, rows.iter_mut().map(|r| &mut **r))
+            Parts::one(&Part::new(self, *mem, *plan)).read_cold(locs, rows)
         })
     }
 
-    fn io_err(&self, file: StoreFile, e: io::Error) -> Error {
+    pub(super) fn io_err(&self, file: StoreFile, e: io::Error) -> Error {
         Error::io(self.dir.join(file.name()), "read", e)
     }
 
@@ -865,7 +833,7 @@ impl Records for Store {
                 // Laid out from the checked locations, then each record
                 // decoded into its slot by the thread that read it.
                 return plan.fill_ragged(locs, slots, batch, |buf, slots| {
-                    self.decode_cold(&mem, &plan, locs, spans_mut(buf, slots).into_iter())
+                    Parts::one(&Part::new(self, mem, plan)).read_cold(locs, &mut slot_parts(buf, slots))
                 });
             }
             match mem.data {
@@ -943,20 +911,6 @@ where
     work::share(parts, run)
 }
 
-/// `buf`'s `spans` (ascending, disjoint) as slices, in order.
-fn spans_mut<'b>(mut buf: &'b mut [u8], spans: &[Range<usize>]) -> Vec<&'b mut [u8]> {
-    let mut base = 0;
-    spans
-        .iter()
-        .map(|s| {
-            let (_, rest) = std::mem::take(&mut buf).split_at_mut(s.start - base);
-            let (span, tail) = rest.split_at_mut(s.len());
-            (buf, base) = (tail, s.end);
-            span
-        })
-        .collect()
-}
-
 /// Record `i`'s location entry in `table` (empty when out of range).
 fn table_entry(table: &[u8], i: u64) -> &[u8] {
     let entry = LOC_SIZE as usize;
@@ -980,6 +934,6 @@ struct InMemory<'a> {
     /// Where reads of records not in `data` go.
     src: &'a dyn ByteSource,
     /// Whether the gather reads cold: its records are read all at once
-    /// and decoded as they arrive ([`Store::decode_cold`]).
+    /// and decoded as they arrive ([`Parts::read_cold`]).
     cold: bool,
 }

@@ -10,8 +10,10 @@
 //! to run ahead of its reads.
 
 use super::{for_each_span, stored_head, table_entry, InMemory, Store, MIN_PART_BYTES, PREFETCH_ROWS};
-use crate::format::{GatherPlan, RecordLoc};
-use crate::local::{sys, work};
+use crate::format::batch::try_room;
+use crate::format::{Codec, GatherPlan, RecordLoc, StoreFile};
+use crate::local::{cold, sys, work};
+use crate::records::Records;
 use crate::Result;
 use std::ops::Range;
 
@@ -33,31 +35,10 @@ impl<'a> Part<'a> {
     }
 
     /// Whether this part reads cold (see [`Store::access`]): its records
-    /// are read on the store's cold path ([`Part::fill_cold`],
-    /// [`Part::decode_cold`]), all at once, not by the pass over the batch.
+    /// are read by [`Parts::read_cold`], all at once, not by the pass over
+    /// the batch.
     pub(crate) fn is_cold(&self) -> bool {
         self.mem.cold
-    }
-
-    /// Fill `rows[k]` with Dense record `k` of a cold part.
-    ///
-    /// # Errors
-    /// As [`crate::Records::gather_into`].
-    pub(crate) fn fill_cold(&self, rows: &mut [&mut [u8]]) -> Result<()> {
-        self.store.fill_rows_cold(&self.mem, &self.plan, rows)
-    }
-
-    /// Decode Ragged record `k` of a cold part, at its checked `locs[k]`,
-    /// into `dsts[k]`.
-    ///
-    /// # Errors
-    /// As [`crate::Records::gather_ragged_into`].
-    pub(crate) fn decode_cold<'d>(
-        &self,
-        locs: &[RecordLoc],
-        dsts: impl Iterator<Item = &'d mut [u8]>,
-    ) -> Result<()> {
-        self.store.decode_cold(&self.mem, &self.plan, locs, dsts)
     }
 
     /// Record `k`'s location as stored (not validated yet).
@@ -68,6 +49,13 @@ impl<'a> Part<'a> {
             Some(table) => Ok(RecordLoc::from_table(table, i as usize)),
             None => self.store.loc_at(i),
         }
+    }
+
+    /// Whether record `k`'s stored bytes are its decoded bytes, read
+    /// straight into its row or slot (raw, unchecked or checked afterwards
+    /// by no one: a checked raw record is hashed as it is copied).
+    fn stored_as_decoded(&self) -> bool {
+        self.store.codec() == Codec::Raw && !self.plan.fetches_ahead()
     }
 
     /// Decode record `k`, at checked `loc`, into `dst` (`ahead`: see
@@ -255,5 +243,158 @@ impl<'p, 'a> Parts<'p, 'a> {
             }
         };
         for_each_span(buf, slots, self.parallel(buf.len()), &decode)
+    }
+
+    /// Read every record of a cold part, at its checked `locs[j]`, into
+    /// `dsts[j]` (taken, left empty), all at once whichever stores they are
+    /// in ([`cold::each`]): a dataset's batch keeps as many reads in flight
+    /// as one store's instead of its cold shards reading one after another,
+    /// about 4 records each. Raw records are read straight into their rows
+    /// or slots, others into one buffer and decoded by the thread that read
+    /// them as soon as it has.
+    ///
+    /// # Errors
+    /// As [`crate::Records::gather_into`].
+    pub(crate) fn read_cold(&self, locs: &[RecordLoc], dsts: &mut [&mut [u8]]) -> Result<()> {
+        let cold = |j: &usize| self.get(*j).0.is_cold();
+        let stored = |j: usize| match self.get(j).0.stored_as_decoded() {
+            true => 0,
+            false => locs[j].phys_length as usize,
+        };
+        let (n, total) = (0..self.len()).filter(cold).fold((0, 0), |(n, t), j| (n + 1, t + stored(j)));
+        if n == 0 {
+            return Ok(());
+        }
+        let mut bytes = Vec::new();
+        try_room(&mut bytes, total)
+            .map_err(|e| self.parts[0].plan.out_of_memory(e, "a cold batch's stored bytes"))?;
+        bytes.resize(total, 0);
+        let mut rest = bytes.as_mut_slice();
+        let mut reads = Vec::with_capacity(n);
+        for (j, dst) in dsts.iter_mut().enumerate().filter(|(j, _)| cold(j)) {
+            let dst = std::mem::take(dst);
+            reads.push(match stored(j) {
+                0 => ColdRead { j, buf: dst, dst: None },
+                len => {
+                    let (head, tail) = std::mem::take(&mut rest).split_at_mut(len);
+                    rest = tail;
+                    ColdRead { j, buf: head, dst: Some(dst) }
+                }
+            });
+        }
+        cold::each(&mut reads, |_, ColdRead { j, buf, dst }| {
+            let (part, k) = self.get(*j);
+            let io = |e| part.store.io_err(StoreFile::Data, e);
+            part.mem.src.read_exact_at(locs[*j].offset, buf).map_err(io)?;
+            dst.as_deref_mut().map_or(Ok(()), |dst| part.plan.decode(k, buf, dst))
+        })
+    }
+}
+
+/// A cold record's read ([`Parts::read_cold`]): gather record `j`'s stored
+/// bytes into `buf`, then decoded into `dst`, unless `buf` is its row or
+/// slot itself.
+struct ColdRead<'b> {
+    j: usize,
+    buf: &'b mut [u8],
+    dst: Option<&'b mut [u8]>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::source::{memory::MemorySource, ByteSource};
+    use crate::{CreateOptions, Writer};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    /// Bytes out of memory, each read a few milliseconds, counted while in
+    /// flight across every store sharing `now`.
+    struct Slow {
+        bytes: MemorySource,
+        now: Arc<AtomicUsize>,
+        most: Arc<AtomicUsize>,
+    }
+
+    impl ByteSource for Slow {
+        fn size(&self) -> u64 {
+            self.bytes.size()
+        }
+        fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
+            self.most.fetch_max(self.now.fetch_add(1, Ordering::SeqCst) + 1, Ordering::SeqCst);
+            std::thread::sleep(std::time::Duration::from_millis(3));
+            self.now.fetch_sub(1, Ordering::SeqCst);
+            self.bytes.read_exact_at(offset, buf)
+        }
+        fn is_resident(&self, _offset: u64) -> Option<bool> {
+            Some(false)
+        }
+    }
+
+    /// A batch over 16 cold stores, 4 records each (a dataset's batch over
+    /// its shards), has the reads of all of them in flight together, not 4
+    /// at a time, and every record lands in its own row or slot.
+    #[test]
+    fn cold_records_of_many_stores_are_read_together() {
+        let tmp = tempfile::tempdir().unwrap();
+        for (ragged, codec) in
+            [(false, Codec::Raw), (false, Codec::Zstd), (true, Codec::Raw), (true, Codec::Zstd)]
+        {
+            let (now, most) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+            let record = |s: usize, i: usize| -> Vec<u8> {
+                (0..1000 + i).map(|b| (s * 31 + i * 7 + b) as u8).collect()
+            };
+            let stores: Vec<Store> = (0..16)
+                .map(|s| {
+                    let dir = tmp.path().join(format!("{ragged}-{}-{s}", codec.name()));
+                    let options = CreateOptions::codec(codec);
+                    if ragged {
+                        let mut w = Writer::create_ragged(&dir, "|u1", options).unwrap();
+                        let recs: Vec<(Vec<u64>, Vec<u8>)> =
+                            (0..8).map(|i| (vec![1000 + i as u64], record(s, i))).collect();
+                        w.append_ragged(&recs.iter().map(|(a, b)| (&a[..], &b[..])).collect::<Vec<_>>())
+                            .unwrap();
+                        w.close().unwrap();
+                    } else {
+                        let mut w = Writer::create_dense(&dir, "|u1", &[1000], options).unwrap();
+                        w.append(
+                            &(0..8)
+                                .flat_map(|i| record(s, 0).into_iter().map(move |b| b ^ i))
+                                .collect::<Vec<u8>>(),
+                        )
+                        .unwrap();
+                        w.close().unwrap();
+                    }
+                    let file = |name| MemorySource::new(std::fs::read(dir.join(name)).unwrap());
+                    let data = Slow { bytes: file("data.zr"), now: now.clone(), most: most.clone() };
+                    Store::from_sources(format!("s{s}"), Box::new(file("meta.zr")), Box::new(data), None)
+                        .unwrap()
+                })
+                .collect();
+            let local: Vec<u64> = vec![5, 0, 7, 2];
+            let parts: Vec<Part<'_>> = stores
+                .iter()
+                .map(|s| if ragged { s.ragged_part(&local) } else { s.dense_part(&local) }.unwrap())
+                .collect();
+            assert!(parts.iter().all(Part::is_cold));
+            // Record j of the batch: record j / 16 of the plan of store j % 16.
+            let at: Vec<(usize, usize)> = (0..64).map(|j| (j % 16, j / 16)).collect();
+            let records = Parts::many(&parts, &at);
+            let mut locs = Vec::new();
+            records.check_locs(&mut locs).unwrap();
+            let mut bufs: Vec<Vec<u8>> = locs.iter().map(|l| vec![0; l.logic_length as usize]).collect();
+            records.read_cold(&locs, &mut bufs.iter_mut().map(|b| &mut b[..]).collect::<Vec<_>>()).unwrap();
+            for (j, got) in bufs.iter().enumerate() {
+                let (s, i) = (j % 16, local[j / 16] as usize);
+                let want = stores[s].gather_any(&[i as u64]).unwrap();
+                let payload = &got[got.len() - want.record(0).1.len()..];
+                assert_eq!(payload, want.record(0).1, "{ragged} {codec:?}: record {j}");
+            }
+            let most = most.load(Ordering::SeqCst);
+            assert!(
+                most >= 16,
+                "{ragged} {codec:?}: at most {most} reads in flight for 64 records of 16 stores"
+            );
+        }
     }
 }
