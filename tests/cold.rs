@@ -284,48 +284,55 @@ fn stores_under(root: &Path) -> Vec<PathBuf> {
     found
 }
 
+/// A dataset at `scratch(name)` of 4 shards of 500 records, columns `r`
+/// (Ragged, 1 to 8 KiB) and `d` (Dense, 4 KiB rows), committed.
+fn write_dataset(name: &str, codec: Codec) -> PathBuf {
+    use zrecord::dataset::writer::{commit, ColumnDef, CommitMode, ShardWriter};
+    use zrecord::Geometry;
+    let root = scratch(name);
+    let columns = || {
+        let def = |name: &str, geometry| ColumnDef {
+            name: name.into(),
+            dtype: "|u1".into(),
+            geometry,
+            options: CreateOptions::codec(codec),
+        };
+        vec![def("r", Geometry::Ragged), def("d", Geometry::Dense { item_shape: vec![4096] })]
+    };
+    let mut rng = Rng(17);
+    let mut infos = Vec::new();
+    for shard in 0..4 {
+        let mut w = ShardWriter::create(&root, columns()).unwrap();
+        for i in 0..500 {
+            let n = 1024 * (1 + (shard * 500 + i) % 8);
+            let r: Vec<u8> = (0..n).map(|j| if j % 2 == 0 { rng.next() as u8 } else { j as u8 }).collect();
+            w.column("r").unwrap().append_ragged(&[(&[n as u64][..], &r[..])]).unwrap();
+            w.column("d").unwrap().append(&r[..1024].repeat(4)).unwrap();
+        }
+        infos.push(w.finish().unwrap());
+    }
+    commit(root.to_str().unwrap(), &infos, CommitMode::Create).unwrap();
+    root
+}
+
 /// A dataset's shards read cold, their records staged and decoded into one
 /// batch laid out across the shards (Ragged) or into their rows (Dense),
 /// give what they give warm.
 #[test]
 fn a_dataset_gathers_cold_what_it_gathers_warm() {
-    use zrecord::dataset::writer::{commit, ColumnDef, CommitMode, ShardWriter};
-    use zrecord::{Dataset, Geometry};
+    use zrecord::Dataset;
     let _one = serial();
     for codec in [Codec::Raw, Codec::Zstd] {
-        let root = scratch(&format!("dataset-{}", codec.name()));
-        let columns = || {
-            let def = |name: &str, geometry| ColumnDef {
-                name: name.into(),
-                dtype: "|u1".into(),
-                geometry,
-                options: CreateOptions::codec(codec),
-            };
-            vec![def("r", Geometry::Ragged), def("d", Geometry::Dense { item_shape: vec![4096] })]
-        };
-        let mut rng = Rng(17);
-        let mut infos = Vec::new();
-        for shard in 0..4 {
-            let mut w = ShardWriter::create(&root, columns()).unwrap();
-            for i in 0..500 {
-                let n = 1024 * (1 + (shard * 500 + i) % 8);
-                let r: Vec<u8> =
-                    (0..n).map(|j| if j % 2 == 0 { rng.next() as u8 } else { j as u8 }).collect();
-                w.column("r").unwrap().append_ragged(&[(&[n as u64][..], &r[..])]).unwrap();
-                w.column("d").unwrap().append(&r[..1024].repeat(4)).unwrap();
-            }
-            infos.push(w.finish().unwrap());
-        }
-        commit(root.to_str().unwrap(), &infos, CommitMode::Create).unwrap();
+        let root = write_dataset(&format!("dataset-{}", codec.name()), codec);
         let mut idx: Vec<u64> = indices().into_iter().map(|i| i % 2000).collect();
         idx.truncate(256);
         let warm = Dataset::open(root.to_str().unwrap()).unwrap();
         let want: Vec<_> =
             ["r", "d"].iter().map(|c| warm.column(c).unwrap().gather_any(&idx).unwrap()).collect();
         drop(warm);
-        // Every shard cold, then every other one (a batch whose cold shards
-        // read on their own path while the warm ones are read from memory);
-        // read through the page cache and past it.
+        // Every shard cold, then every other one (a batch partly in memory:
+        // the column reads all of it cold); read through the page cache and
+        // past it.
         let modes =
             [(1, ColdReads::Auto), (2, ColdReads::Auto), (1, ColdReads::Direct), (2, ColdReads::Direct)];
         for (every, cold_reads) in modes {
@@ -356,6 +363,45 @@ fn a_dataset_gathers_cold_what_it_gathers_warm() {
                     b - a
                 );
             }
+        }
+    }
+}
+
+/// A dataset's column decides for a whole batch whether it is in memory:
+/// with one shard warm and the others cold, a batch across them reads cold
+/// in every shard, the warm one too. (Each shard asking about its own few
+/// records found a warm one, then read its next 256 records, 64 batches of
+/// a dataset of 64 shards, unasked through page faults one at a time as its
+/// pages left the cache.)
+#[test]
+fn a_dataset_batch_reads_cold_in_every_shard_or_none() {
+    use zrecord::dataset::Column;
+    use zrecord::Dataset;
+    let _one = serial();
+    let root = write_dataset("dataset-one-warm", Codec::Raw);
+    let mut stores = stores_under(&root);
+    stores.retain(|s| s.ends_with("d"));
+    stores.sort();
+    assert_eq!(stores.len(), 4);
+    let ds = Dataset::open(root.to_str().unwrap()).unwrap();
+    let Column::Local(column) = ds.column("d").unwrap() else { panic!("a local column") };
+    let shard_of = |s: usize| column.shard(s).unwrap().path().to_path_buf();
+    let order: Vec<usize> = (0..4).map(|s| stores.iter().position(|p| *p == shard_of(s)).unwrap()).collect();
+    drop(ds);
+    let idx: Vec<u64> = indices().into_iter().map(|i| i % 2000).take(256).collect();
+    for warm in [false, true] {
+        // Shard 0 warm (its files read into the page cache) or not; the others cold.
+        cache::evict_all(&stores).unwrap();
+        if warm {
+            std::fs::read(stores[order[0]].join("data.zr")).unwrap();
+            std::fs::read(stores[order[0]].join("meta.zr")).unwrap();
+        }
+        let ds = Dataset::open(root.to_str().unwrap()).unwrap();
+        let Column::Local(column) = ds.column("d").unwrap() else { panic!("a local column") };
+        column.gather_any(&idx).unwrap();
+        for s in 0..4 {
+            let cold = column.shard(s).unwrap().cold_gathers();
+            assert_eq!(cold, 1, "shard {s} (shard 0 warm: {warm}) read {cold} batches cold, not 1");
         }
     }
 }

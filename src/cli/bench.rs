@@ -13,7 +13,9 @@
 //! `--cold` (local stores): before each round the store is closed, its
 //! files are evicted from the page cache (`posix_fadvise(DONTNEED)`, see
 //! [`zrecord::local::cache::evict`]) and it is reopened, with no warm-up:
-//! the round's first batch pays the cold start. Beside the store's numbers
+//! the round's first batch pays the cold start. A local dataset's column
+//! is evicted shard by shard (every shard's store of the column), with no
+//! device probe (its shards are small files). Beside the store's numbers
 //! it reports the device's own random-read limit on `data.zr`: `O_DIRECT`
 //! reads of the store's mean stored record (rounded up to 4 KiB) at queue
 //! depths 1 to 64 ([`zrecord::local::cache::device_limit`]), probed after
@@ -47,6 +49,7 @@ use super::records::{self, DatasetArgs, Target};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+use zrecord::dataset::layout::store_path;
 use zrecord::local::cache;
 use zrecord::location::Location;
 use zrecord::open::{AnyStore, Options};
@@ -84,9 +87,10 @@ pub struct Args {
     /// How a local store's files are read: mmap or pread [default: mmap].
     #[arg(long, value_name = "B")]
     backend: Option<Backend>,
-    /// Local stores: close the store, evict its files from the page cache and
-    /// reopen it before each round (no warm-up), and measure the device's
-    /// own random-read limit on data.zr (O_DIRECT) beside it.
+    /// Local stores and datasets: close it, evict its files (a dataset: every
+    /// shard of the column) from the page cache and reopen it before each
+    /// round (no warm-up); for a store, measure the device's own random-read
+    /// limit on data.zr (O_DIRECT) beside it.
     #[arg(long)]
     cold: bool,
     /// How a local store's batches found out of memory are read: auto
@@ -223,13 +227,22 @@ pub fn run(ctx: &Ctx, a: Args) -> CliResult {
     };
     let (mut target, mut open_ms) = open()?;
     if let Target::Dataset(ds) = &target {
-        if a.cold || a.backend.is_some() {
-            return Err(
-                format!("{}: --cold and --backend are for stores, not datasets", ds.location()).into()
-            );
+        if a.backend.is_some() {
+            return Err(format!("{}: --backend is for stores, not datasets", ds.location()).into());
         }
     }
     let column = a.dataset.column.as_deref();
+    // What --cold evicts: the store, or every shard's store of the column.
+    let evicted: Vec<PathBuf> = match &target {
+        _ if !a.cold => Vec::new(),
+        Target::Store(s) => s.as_local().map(|s| s.path().to_path_buf()).into_iter().collect(),
+        Target::Dataset(ds) => {
+            target.one(column, "bench")?; // one column, or the error saying so
+            let name = target.columns(column)?.first().and_then(|c| c.0).unwrap_or_default().to_string();
+            let root = Path::new(ds.location());
+            ds.manifest().shards.iter().map(|e| root.join(store_path(&e.path, &name))).collect()
+        }
+    };
     let len = target.one(column, "bench")?.len();
     if len == 0 {
         return Err(format!("{}: the store is empty", target.one(column, "bench")?.name()).into());
@@ -249,11 +262,10 @@ pub fn run(ctx: &Ctx, a: Args) -> CliResult {
     let record_bytes = target.one(column, "bench")?.stored_bytes().div_ceil(len) as usize;
     for r in 0..plan.rounds {
         if a.cold {
-            let dir = dir.as_deref().expect("--cold is refused for remote stores");
             bar.set_message("evicting");
             // Every mapping closed first: mapped pages are never dropped.
             drop(target);
-            cache::evict(dir)?;
+            cache::evict_all(&evicted)?;
             (target, open_ms) = open()?;
         }
         bar.set_message(format!("round {}/{}", r + 1, plan.rounds));

@@ -8,6 +8,7 @@ use crate::format::batch::{try_room, DenseBatch, RaggedBatch};
 use crate::format::decode::slot_parts;
 use crate::format::{GatherPlan, RecordLoc, StoreCore, Verify};
 use crate::local::reader::{Part, Parts};
+use crate::local::residency::Residency;
 use crate::records::Records;
 use crate::{ColdReads, Error, OpenOptions, Result, Store};
 use std::path::{Path, PathBuf};
@@ -22,6 +23,9 @@ pub struct LocalColumn {
     root: PathBuf,
     options: OpenOptions,
     shards: OpenShards<Store>,
+    /// Whether its batches are in memory, decided for each batch across
+    /// its shards (`local/residency.rs`).
+    residency: Residency,
 }
 
 impl LocalColumn {
@@ -45,6 +49,7 @@ impl LocalColumn {
             root: root.to_path_buf(),
             options,
             shards: OpenShards::new(OPEN_SHARDS),
+            residency: Residency::default(),
         })
     }
 
@@ -110,28 +115,37 @@ impl LocalColumn {
         split.groups.iter().map(|g| self.shard(g.shard)).collect()
     }
 
+    /// Whether the batch `split` reads cold, in every shard: records spread
+    /// over the batch are probed, whichever shards they are in.
+    fn is_cold(&self, split: &Split, places: &[(usize, usize)], stores: &[Arc<Store>]) -> bool {
+        self.residency.is_cold(places.len(), |j| {
+            let (g, k) = places[j];
+            stores[g].out_of_memory(split.groups[g].local[k])
+        })
+    }
+
     /// Fill `rows` (one row's bytes each, in gather order) with the
     /// records of `split`: one pass over the batch, each record from its
-    /// shard ([`Parts`]); shards found cold read their rows on their own.
+    /// shard ([`Parts`]), or, for a batch found cold, all read at once.
     fn fill_rows(&self, split: Split, mut rows: Vec<&mut [u8]>) -> Result<()> {
         if split.is_one_group() {
             let g = &split.groups[0];
             return self.shard(g.shard)?.gather_rows(&g.local, &mut rows);
         }
         let stores = self.stores(&split)?;
-        let parts = (stores.iter().zip(&split.groups))
-            .map(|(store, g)| store.dense_part(&g.local))
-            .collect::<Result<Vec<Part<'_>>>>()?;
         let places = split.places();
+        let cold = self.is_cold(&split, &places, &stores);
+        let parts = (stores.iter().zip(&split.groups))
+            .map(|(store, g)| store.dense_part(&g.local, cold))
+            .collect::<Result<Vec<Part<'_>>>>()?;
         let records = Parts::many(&parts, &places);
-        if parts.iter().any(Part::is_cold) {
-            // Every cold shard's records read at once, then the rest.
+        if cold {
             let mut locs = Vec::new();
             try_room(&mut locs, rows.len()).map_err(|e| {
                 e.error(&self.concat.name, format!("the locations of {} records", rows.len()))
             })?;
             records.check_locs(&mut locs)?;
-            records.read_cold(&locs, &mut rows)?;
+            return records.read_cold(&locs, &mut rows);
         }
         let row = self.core.info().dense_row()?;
         records.fill_rows(row, &mut rows)
@@ -199,21 +213,20 @@ impl Records for LocalColumn {
             return self.shard(g.shard)?.gather_ragged_into(&g.local, batch);
         }
         let stores = self.stores(&split)?;
-        let parts = (stores.iter().zip(&split.groups))
-            .map(|(store, g)| store.ragged_part(&g.local))
-            .collect::<Result<Vec<Part<'_>>>>()?;
         let places = split.places();
+        let cold = self.is_cold(&split, &places, &stores);
+        let parts = (stores.iter().zip(&split.groups))
+            .map(|(store, g)| store.ragged_part(&g.local, cold))
+            .collect::<Result<Vec<Part<'_>>>>()?;
         let records = Parts::many(&parts, &places);
         // Every shard's locations checked first, into one batch's, then one
         // batch laid out for all of them, each record decoded into its slot.
         let mut locs = Vec::new();
         try_room(&mut locs, indices.len()).map_err(|e| plan.out_of_memory(e, "the locations"))?;
         records.check_locs(&mut locs)?;
-        plan.fill_ragged(&locs, &mut Vec::new(), batch, |buf, slots| {
-            if parts.iter().any(Part::is_cold) {
-                records.read_cold(&locs, &mut slot_parts(buf, slots))?;
-            }
-            records.decode_slots(&locs, buf, slots)
+        plan.fill_ragged(&locs, &mut Vec::new(), batch, |buf, slots| match cold {
+            true => records.read_cold(&locs, &mut slot_parts(buf, slots)),
+            false => records.decode_slots(&locs, buf, slots),
         })
     }
 }

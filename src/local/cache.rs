@@ -49,9 +49,18 @@ pub const DEPTHS: [usize; 7] = [1, 2, 4, 8, 16, 32, 64];
 /// `NotFound` when `dir` has no `meta.zr` or `data.zr`; `Io` for a failed
 /// open, flush or advice; `Io` with `Unsupported` off Linux.
 pub fn evict(dir: &Path) -> Result<()> {
-    evict_once(dir)?;
+    evict_all(&[dir])
+}
+
+/// [`evict`] for many stores at once (a dataset's shards), the two passes
+/// over all of them.
+///
+/// # Errors
+/// As [`evict`], for the first store that fails.
+pub fn evict_all<P: AsRef<Path>>(dirs: &[P]) -> Result<()> {
+    dirs.iter().try_for_each(|d| evict_once(d.as_ref()))?;
     std::thread::sleep(Duration::from_millis(50));
-    evict_once(dir)
+    dirs.iter().try_for_each(|d| evict_once(d.as_ref()))
 }
 
 fn evict_once(dir: &Path) -> Result<()> {

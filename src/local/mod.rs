@@ -7,6 +7,7 @@ pub mod cache;
 mod claim;
 mod cold;
 pub mod reader;
+pub(crate) mod residency;
 pub mod seal;
 pub mod sys;
 pub(crate) mod work;

@@ -7,6 +7,7 @@ mod parts;
 
 pub(crate) use parts::{Part, Parts};
 
+use super::residency::Residency;
 use super::{sys, work};
 use crate::format::batch::{try_room, DenseBatch, RaggedBatch};
 use crate::format::decode::slot_parts;
@@ -27,7 +28,7 @@ use std::fs::{File, TryLockError};
 use std::io;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// How a store's files are read.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -136,24 +137,6 @@ const PAR_BYTES_RAGGED_RAW: usize = 4 << 20;
 /// (Fixed counts of 12 to 24 parts of 256 token records did best; 32 and 64
 /// lost 10-20% to taking parts.)
 const MIN_PART_BYTES: usize = 4 << 10;
-/// Gathers that read cold without probing after a probe found a record out
-/// of memory: a cold store stays cold for a while, and probing costs a
-/// system call.
-const COLD_STICKY: u32 = 8;
-/// Records gathered after a probe found a store warm before the next probe:
-/// one probe a batch of 256 (`PROBES` system calls of about 1 µs, against
-/// 0.5-1 ms of gathering), and
-/// no more when the batches are small or a dataset cuts one batch into a
-/// few records per shard (64 probes a batch cost a tenth of its decoding).
-const WARM_RECORDS: u64 = 256;
-/// Records a probe asks about, spread over the batch: the batch reads cold
-/// if any is out of memory. A store partly in memory (pages another reader
-/// or a live map keeps, or a cache that evicted some) has resident records
-/// among cold ones; one resident record must not send the whole batch
-/// through page faults, one at a time, the slow path by far (3-9x on 64 KiB
-/// records), while reading a half-warm batch cold costs a copy from the
-/// page cache.
-const PROBES: usize = 4;
 /// How far ahead of its copy a Dense row's bytes are asked for (see
 /// `Parts::prefetch_ahead` in `reader/parts.rs`).
 const PREFETCH_ROWS: usize = 8;
@@ -179,12 +162,10 @@ pub struct Store {
     cold_data: Option<Box<dyn ByteSource>>,
     /// Whether `cold_data` reads past the page cache.
     cold_direct: bool,
-    /// Gathers left that skip the residency probe and read cold.
-    cold_left: AtomicU32,
+    /// What the last residency probes found ([`Store::access`]).
+    residency: Residency,
     /// Gathers that read cold so far.
     cold_gathers: AtomicU64,
-    /// Records gathered warm since the last probe ([`WARM_RECORDS`]).
-    warm_records: AtomicU64,
     /// The shared lock on `meta.zr`, and the store counted as open in this process.
     _lock: Option<(File, Held)>,
 }
@@ -388,9 +369,8 @@ impl Store {
             backend,
             cold_data: None,
             cold_direct: false,
-            cold_left: AtomicU32::new(0),
+            residency: Residency::default(),
             cold_gathers: AtomicU64::new(0),
-            warm_records: AtomicU64::new(WARM_RECORDS),
             _lock: None,
         })
     }
@@ -538,23 +518,21 @@ impl Store {
     /// for its location entries, then reads every record at once with
     /// pread ([`Parts::read_cold`]) so the device works on all of them
     /// together: no map of cold pages, so the process's resident memory
-    /// stays its batches, not the store. `PROBES` records' residency is
-    /// probed (a system call each) per gather, or per `WARM_RECORDS` records
-    /// after a warm probe; after a cold probe the next `COLD_STICKY` gathers read
-    /// cold without probing.
+    /// stays its batches, not the store. Which: see [`Residency::is_cold`].
     fn access(&self, plan: &GatherPlan<'_>) -> InMemory<'_> {
-        let cold = self.decide_cold(plan);
-        self.memory(cold)
+        let idx = plan.indices();
+        let cold = self.residency.is_cold(idx.len(), |j| self.out_of_memory(idx[j]));
+        self.read_as(plan, cold)
     }
 
-    /// Whether `plan` reads cold; if so, counted, and its reads asked for.
-    fn decide_cold(&self, plan: &GatherPlan<'_>) -> bool {
-        if !self.is_cold(plan) {
-            return false;
+    /// How `plan` reads, cold or not as decided: a cold one counted, and
+    /// its location entries asked for.
+    fn read_as(&self, plan: &GatherPlan<'_>, cold: bool) -> InMemory<'_> {
+        if cold {
+            self.cold_gathers.fetch_add(1, Ordering::Relaxed);
+            self.read_ahead(plan);
         }
-        self.cold_gathers.fetch_add(1, Ordering::Relaxed);
-        self.read_ahead(plan);
-        true
+        self.memory(cold)
     }
 
     /// How a gather reads: from memory, or (`cold`) with pread.
@@ -570,30 +548,10 @@ impl Store {
         InMemory { table: warm.table, data: None, src, cold: true }
     }
 
-    /// Whether `plan`'s records are (probably) not in memory.
-    fn is_cold(&self, plan: &GatherPlan<'_>) -> bool {
-        if plan.len() < 2 {
-            return false; // nothing to overlap
-        }
-        let left = self.cold_left.load(Ordering::Relaxed);
-        if left > 0 {
-            self.cold_left.store(left - 1, Ordering::Relaxed);
-            return true;
-        }
-        if self.warm_records.fetch_add(plan.len() as u64, Ordering::Relaxed) < WARM_RECORDS {
-            return false;
-        }
-        self.warm_records.store(0, Ordering::Relaxed);
-        let idx = plan.indices();
-        let cold = (0..PROBES).map(|k| idx[k * idx.len() / PROBES]).any(|i| {
-            let loc = self.loc_at(i);
-            loc.is_ok_and(|loc| self.data.is_resident(loc.offset) == Some(false))
-        });
-        if cold {
-            self.cold_left.store(COLD_STICKY, Ordering::Relaxed);
-            self.warm_records.store(WARM_RECORDS, Ordering::Relaxed);
-        }
-        cold
+    /// Whether record `index`'s first page is (known to be) out of memory.
+    pub(crate) fn out_of_memory(&self, index: u64) -> bool {
+        let loc = self.loc_at(index);
+        loc.is_ok_and(|loc| self.data.is_resident(loc.offset) == Some(false))
     }
 
     /// Ask the OS for every location entry of `plan` without waiting,
@@ -734,22 +692,22 @@ impl Store {
     }
 
     /// This store's part of a dataset's Dense gather: records `indices`,
-    /// read as a residency probe decides for the batch ([`Store::access`]).
+    /// read cold or not as the dataset's column decided for the batch.
     ///
     /// # Errors
     /// As [`Records::gather_into`] before it reads.
-    pub(crate) fn dense_part<'a>(&'a self, indices: &'a [u64]) -> Result<Part<'a>> {
+    pub(crate) fn dense_part<'a>(&'a self, indices: &'a [u64], cold: bool) -> Result<Part<'a>> {
         let plan = GatherPlan::dense(&self.core, indices)?.checked(self.expected());
-        Ok(Part::new(self, self.access(&plan), plan))
+        Ok(Part::new(self, self.read_as(&plan, cold), plan))
     }
 
     /// This store's part of a dataset's Ragged gather (as [`Store::dense_part`]).
     ///
     /// # Errors
     /// As [`Records::gather_ragged_into`] before it reads.
-    pub(crate) fn ragged_part<'a>(&'a self, indices: &'a [u64]) -> Result<Part<'a>> {
+    pub(crate) fn ragged_part<'a>(&'a self, indices: &'a [u64], cold: bool) -> Result<Part<'a>> {
         let plan = GatherPlan::ragged(&self.core, indices)?.checked(self.expected());
-        Ok(Part::new(self, self.access(&plan), plan))
+        Ok(Part::new(self, self.read_as(&plan, cold), plan))
     }
 
     /// Raw Ragged records in memory: parse each prefix where it lies and copy

@@ -34,13 +34,6 @@ impl<'a> Part<'a> {
         Part { store, mem, plan }
     }
 
-    /// Whether this part reads cold (see [`Store::access`]): its records
-    /// are read by [`Parts::read_cold`], all at once, not by the pass over
-    /// the batch.
-    pub(crate) fn is_cold(&self) -> bool {
-        self.mem.cold
-    }
-
     /// Record `k`'s location as stored (not validated yet).
     #[inline(always)]
     fn loc(&self, k: usize) -> Result<RecordLoc> {
@@ -197,9 +190,6 @@ impl<'p, 'a> Parts<'p, 'a> {
                 let j = first + n;
                 let ahead = self.prefetch_ahead(j, n == 0);
                 let (part, k) = self.get(j);
-                if part.is_cold() {
-                    continue;
-                }
                 let loc = part.loc(k)?;
                 part.plan.check_loc(k, &loc)?;
                 part.read(k, &loc, dst, ahead)?;
@@ -223,8 +213,7 @@ impl<'p, 'a> Parts<'p, 'a> {
         work::share(parts, task)
     }
 
-    /// Decode every record, at its checked `locs[j]`, into `buf[slots[j]]`
-    /// (records of cold parts are left alone, read on their own path),
+    /// Decode every record, at its checked `locs[j]`, into `buf[slots[j]]`,
     /// across threads when the batch is worth it.
     ///
     /// # Errors
@@ -237,18 +226,15 @@ impl<'p, 'a> Parts<'p, 'a> {
     ) -> Result<()> {
         let decode = |j: usize, dst: &mut [u8]| {
             let (part, k) = self.get(j);
-            match part.is_cold() {
-                true => Ok(()),
-                false => part.read(k, &locs[j], dst, &[]),
-            }
+            part.read(k, &locs[j], dst, &[])
         };
         for_each_span(buf, slots, self.parallel(buf.len()), &decode)
     }
 
-    /// Read every record of a cold part, at its checked `locs[j]`, into
+    /// Read every record of a cold batch, at its checked `locs[j]`, into
     /// `dsts[j]` (taken, left empty), all at once whichever stores they are
     /// in ([`cold::each`]): a dataset's batch keeps as many reads in flight
-    /// as one store's instead of its cold shards reading one after another,
+    /// as one store's instead of its shards reading one after another,
     /// about 4 records each. Raw records are read straight into their rows
     /// or slots, others into one buffer and decoded by the thread that read
     /// them as soon as it has.
@@ -256,22 +242,18 @@ impl<'p, 'a> Parts<'p, 'a> {
     /// # Errors
     /// As [`crate::Records::gather_into`].
     pub(crate) fn read_cold(&self, locs: &[RecordLoc], dsts: &mut [&mut [u8]]) -> Result<()> {
-        let cold = |j: &usize| self.get(*j).0.is_cold();
         let stored = |j: usize| match self.get(j).0.stored_as_decoded() {
             true => 0,
             false => locs[j].phys_length as usize,
         };
-        let (n, total) = (0..self.len()).filter(cold).fold((0, 0), |(n, t), j| (n + 1, t + stored(j)));
-        if n == 0 {
-            return Ok(());
-        }
+        let (n, total) = (self.len(), (0..self.len()).map(stored).sum());
         let mut bytes = Vec::new();
         try_room(&mut bytes, total)
             .map_err(|e| self.parts[0].plan.out_of_memory(e, "a cold batch's stored bytes"))?;
         bytes.resize(total, 0);
         let mut rest = bytes.as_mut_slice();
         let mut reads = Vec::with_capacity(n);
-        for (j, dst) in dsts.iter_mut().enumerate().filter(|(j, _)| cold(j)) {
+        for (j, dst) in dsts.iter_mut().enumerate() {
             let dst = std::mem::take(dst);
             reads.push(match stored(j) {
                 0 => ColdRead { j, buf: dst, dst: None },
@@ -374,9 +356,10 @@ mod tests {
             let local: Vec<u64> = vec![5, 0, 7, 2];
             let parts: Vec<Part<'_>> = stores
                 .iter()
-                .map(|s| if ragged { s.ragged_part(&local) } else { s.dense_part(&local) }.unwrap())
+                .map(|s| {
+                    if ragged { s.ragged_part(&local, true) } else { s.dense_part(&local, true) }.unwrap()
+                })
                 .collect();
-            assert!(parts.iter().all(Part::is_cold));
             // Record j of the batch: record j / 16 of the plan of store j % 16.
             let at: Vec<(usize, usize)> = (0..64).map(|j| (j % 16, j / 16)).collect();
             let records = Parts::many(&parts, &at);
