@@ -1038,6 +1038,46 @@ fn dataset_copy() -> (tempfile::TempDir, PathBuf) {
     (dir, root)
 }
 
+/// `bench --cold` on a local dataset evicts every shard of its column before
+/// each round and reads them back from the device; no device probe (a
+/// dataset's shards are small files).
+#[test]
+fn bench_cold_takes_a_local_dataset() {
+    // On disk, not tmpfs: nothing to evict there.
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let root = dir.path().join("ds");
+    assert!(Command::new("cp").arg("-r").arg(dataset_fixture()).arg(&root).status().unwrap().success());
+    let v = &json_lines(&ok(&[
+        &"bench",
+        &root,
+        &"--column",
+        &"x",
+        &"--cold",
+        &"--rounds",
+        &"2",
+        &"--batch",
+        &"8",
+        &"--batches",
+        &"2",
+        &"--json",
+    ]))[0];
+    assert_eq!(
+        (v["cold"].as_bool(), v["rounds"].as_u64(), v["warmup"].as_u64()),
+        (Some(true), Some(2), Some(0))
+    );
+    assert!(v["device_limit"].is_null() && v["records_per_s"].as_f64().unwrap() > 0.0, "{v}");
+    for r in v["per_round"].as_array().unwrap() {
+        // Where /proc/self/io counts it.
+        if let Some(read) = r["device_read_bytes"].as_u64() {
+            assert!(read > 0, "round read nothing from the device: {r}");
+        }
+    }
+    let err = fails(&[&"bench", &root, &"--cold"]);
+    assert!(err.contains("--column"), "{err}");
+    let err = fails(&[&"bench", &root, &"--column", &"x", &"--backend", &"pread"]);
+    assert!(err.contains("--backend is for stores, not datasets"), "{err}");
+}
+
 /// Write a two-column dataset (x: Dense <f4 [2], tokens: Ragged <u2) of
 /// `cuts` shards at `root` and commit it; append `more` as version 2.
 fn write_dataset(root: &Path, cuts: &[u64], more: Option<std::ops::Range<u64>>) {
