@@ -11,6 +11,7 @@ use crate::local::reader::{Part, Parts};
 use crate::local::residency::Residency;
 use crate::records::Records;
 use crate::{ColdReads, Error, OpenOptions, Result, Store};
+use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -115,9 +116,22 @@ impl LocalColumn {
         split.groups.iter().map(|g| self.shard(g.shard)).collect()
     }
 
+    /// Run `f` on `indices` split by shard, in this thread's [`Split`],
+    /// whose vectors are reused from batch to batch.
+    fn with_split<T>(&self, indices: &[u64], f: impl FnOnce(&Split) -> Result<T>) -> Result<T> {
+        thread_local! {
+            static SPLIT: RefCell<Split> = RefCell::default();
+        }
+        let mut split = SPLIT.with(|s| std::mem::take(&mut *s.borrow_mut()));
+        let result = self.concat.split_into(indices, &mut split).and_then(|()| f(&split));
+        SPLIT.with(|s| *s.borrow_mut() = split);
+        result
+    }
+
     /// Whether the batch `split` reads cold, in every shard: records spread
     /// over the batch are probed, whichever shards they are in.
-    fn is_cold(&self, split: &Split, places: &[(usize, usize)], stores: &[Arc<Store>]) -> bool {
+    fn is_cold(&self, split: &Split, stores: &[Arc<Store>]) -> bool {
+        let places = split.places();
         self.residency.is_cold(places.len(), |j| {
             let (g, k) = places[j];
             stores[g].out_of_memory(split.groups[g].local[k])
@@ -127,28 +141,32 @@ impl LocalColumn {
     /// Fill `rows` (one row's bytes each, in gather order) with the
     /// records of `split`: one pass over the batch, each record from its
     /// shard ([`Parts`]), or, for a batch found cold, all read at once.
-    fn fill_rows(&self, split: Split, mut rows: Vec<&mut [u8]>) -> Result<()> {
+    fn fill_rows(&self, indices: &[u64], mut rows: Vec<&mut [u8]>) -> Result<()> {
+        self.with_split(indices, |split| self.fill_rows_split(split, &mut rows))
+    }
+
+    /// [`LocalColumn::fill_rows`] of a split batch.
+    fn fill_rows_split(&self, split: &Split, rows: &mut [&mut [u8]]) -> Result<()> {
         if split.is_one_group() {
             let g = &split.groups[0];
-            return self.shard(g.shard)?.gather_rows(&g.local, &mut rows);
+            return self.shard(g.shard)?.gather_rows(&g.local, rows);
         }
-        let stores = self.stores(&split)?;
-        let places = split.places();
-        let cold = self.is_cold(&split, &places, &stores);
+        let stores = self.stores(split)?;
+        let cold = self.is_cold(split, &stores);
         let parts = (stores.iter().zip(&split.groups))
             .map(|(store, g)| store.dense_part(&g.local, cold))
             .collect::<Result<Vec<Part<'_>>>>()?;
-        let records = Parts::many(&parts, &places);
+        let records = Parts::many(&parts, split.places());
         if cold {
             let mut locs = Vec::new();
             try_room(&mut locs, rows.len()).map_err(|e| {
                 e.error(&self.concat.name, format!("the locations of {} records", rows.len()))
             })?;
             records.check_locs(&mut locs)?;
-            return records.read_cold(&locs, &mut rows);
+            return records.read_cold(&locs, rows);
         }
         let row = self.core.info().dense_row()?;
-        records.fill_rows(row, &mut rows)
+        records.fill_rows(row, rows)
     }
 }
 
@@ -178,55 +196,59 @@ impl Records for LocalColumn {
         if row == 0 {
             return Ok(());
         }
-        self.fill_rows(self.concat.split(indices)?, out.chunks_mut(row).collect())
+        self.fill_rows(indices, out.chunks_mut(row).collect())
     }
 
     fn gather_dense_batch(&self, indices: &[u64], batch: &mut DenseBatch) -> Result<()> {
         let plan = GatherPlan::dense(&self.core, indices)?;
-        let split = self.concat.split(indices)?;
-        if split.is_one_group() {
-            let g = &split.groups[0];
-            let store = self.shard(g.shard)?;
-            store.gather_dense_batch(&g.local, batch)?;
-            batch.dtype.clone_from(self.core.info().dtype());
-            return Ok(());
-        }
-        plan.size_dense(batch)?;
-        match plan.row().expect("a Dense plan") {
-            0 => Ok(()),
-            row => self.fill_rows(split, batch.data.as_mut_slice().chunks_mut(row).collect()),
-        }
+        self.with_split(indices, |split| {
+            if split.is_one_group() {
+                let g = &split.groups[0];
+                let store = self.shard(g.shard)?;
+                store.gather_dense_batch(&g.local, batch)?;
+                batch.dtype.clone_from(self.core.info().dtype());
+                return Ok(());
+            }
+            plan.size_dense(batch)?;
+            match plan.row().expect("a Dense plan") {
+                0 => Ok(()),
+                row => self.fill_rows_split(
+                    split,
+                    &mut batch.data.as_mut_slice().chunks_mut(row).collect::<Vec<_>>(),
+                ),
+            }
+        })
     }
 
     fn gather_rows(&self, indices: &[u64], rows: &mut [&mut [u8]]) -> Result<()> {
         let plan = GatherPlan::dense(&self.core, indices)?;
         let row = plan.row().expect("a Dense plan");
         crate::records::check_rows(self.core.info(), indices, rows, row)?;
-        self.fill_rows(self.concat.split(indices)?, rows.iter_mut().map(|r| &mut **r).collect())
+        self.fill_rows(indices, rows.iter_mut().map(|r| &mut **r).collect())
     }
 
     fn gather_ragged_into(&self, indices: &[u64], batch: &mut RaggedBatch) -> Result<()> {
         let plan = GatherPlan::ragged(&self.core, indices)?;
-        let split = self.concat.split(indices)?;
-        if split.is_one_group() {
-            let g = &split.groups[0];
-            return self.shard(g.shard)?.gather_ragged_into(&g.local, batch);
-        }
-        let stores = self.stores(&split)?;
-        let places = split.places();
-        let cold = self.is_cold(&split, &places, &stores);
-        let parts = (stores.iter().zip(&split.groups))
-            .map(|(store, g)| store.ragged_part(&g.local, cold))
-            .collect::<Result<Vec<Part<'_>>>>()?;
-        let records = Parts::many(&parts, &places);
-        // Every shard's locations checked first, into one batch's, then one
-        // batch laid out for all of them, each record decoded into its slot.
-        let mut locs = Vec::new();
-        try_room(&mut locs, indices.len()).map_err(|e| plan.out_of_memory(e, "the locations"))?;
-        records.check_locs(&mut locs)?;
-        plan.fill_ragged(&locs, &mut Vec::new(), batch, |buf, slots| match cold {
-            true => records.read_cold(&locs, &mut slot_parts(buf, slots)),
-            false => records.decode_slots(&locs, buf, slots),
+        self.with_split(indices, |split| {
+            if split.is_one_group() {
+                let g = &split.groups[0];
+                return self.shard(g.shard)?.gather_ragged_into(&g.local, batch);
+            }
+            let stores = self.stores(split)?;
+            let cold = self.is_cold(split, &stores);
+            let parts = (stores.iter().zip(&split.groups))
+                .map(|(store, g)| store.ragged_part(&g.local, cold))
+                .collect::<Result<Vec<Part<'_>>>>()?;
+            let records = Parts::many(&parts, split.places());
+            // Every shard's locations checked first, into one batch's, then one
+            // batch laid out for all of them, each record decoded into its slot.
+            let mut locs = Vec::new();
+            try_room(&mut locs, indices.len()).map_err(|e| plan.out_of_memory(e, "the locations"))?;
+            records.check_locs(&mut locs)?;
+            plan.fill_ragged(&locs, &mut Vec::new(), batch, |buf, slots| match cold {
+                true => records.read_cold(&locs, &mut slot_parts(buf, slots)),
+                false => records.decode_slots(&locs, buf, slots),
+            })
         })
     }
 }
