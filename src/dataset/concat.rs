@@ -149,7 +149,7 @@ impl Concat {
         if let Some(&bad) = indices.iter().find(|&&i| i >= len) {
             return Err(Error::IndexOutOfRange { store: self.name.clone(), index: bad, len });
         }
-        split.spare.extend(split.groups.drain(..));
+        split.spare.append(&mut split.groups);
         split.places.clear();
         // Group g + 1 of shard k in `slot[k]`, when stamped with this split's `stamp`.
         split.stamp = split.stamp.wrapping_add(1);
