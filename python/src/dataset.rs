@@ -41,9 +41,10 @@ impl Drop for NativeDataset {
 #[pymethods]
 impl NativeDataset {
     /// Open version `version` (`None`: the newest) of the dataset at
-    /// `target`; `verify`, `cache` and `cache_limit` as for stores.
+    /// `target`; `verify`, `cache`, `cache_limit` and `cold_reads` as for
+    /// stores (a local dataset's column decides `auto` by its total size).
     #[staticmethod]
-    #[pyo3(signature = (target, version = None, verify = false, cache = None, cache_limit = None))]
+    #[pyo3(signature = (target, version = None, verify = false, cache = None, cache_limit = None, cold_reads = "auto"))]
     fn open(
         py: Python<'_>,
         target: String,
@@ -51,10 +52,12 @@ impl NativeDataset {
         verify: bool,
         cache: Option<std::path::PathBuf>,
         cache_limit: Option<u64>,
+        cold_reads: &str,
     ) -> PyResult<NativeDataset> {
         let verify = if verify { Verify::Always } else { Verify::Off };
         let mut open = zrecord::open::Options::default().verify(verify);
         open.cache = crate::store::cache_options(cache, cache_limit);
+        open.local.cold_reads = cold_reads.parse().map_err(pyo3::exceptions::PyValueError::new_err)?;
         let mut options = DatasetOptions { version, open };
         let ds = py.detach(|| Dataset::open_with(&target, &options)).py_err(py)?;
         options.version = Some(ds.version());

@@ -241,6 +241,59 @@ def test_cold_reads_choose_how_out_of_memory_batches_read_and_survive_pickling(t
         Dense.open(tmp_path / "d", cold_reads="sometimes")
 
 
+def test_a_dataset_takes_cold_reads_for_every_shard_and_keeps_it_when_pickled(tmp_path):
+    """``open_dataset(..., cold_reads=...)`` reaches every shard's store: a
+    cold batch read ``"direct"`` leaves its shards' pages out of the page
+    cache, ``"buffered"`` brings them in; the choice travels with a pickled
+    dataset and a pickled column."""
+    import zrecord
+
+    data = np.random.default_rng(6).integers(0, 255, (512, 16384), dtype=np.uint8)  # 8 MiB
+    root = tmp_path / "ds"
+    zrecord.write_dataset(root, {"x": data}, codec="raw", rows_per_shard=128)
+    idx = np.random.default_rng(7).permutation(len(data))[:256]
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benches" / "python"))
+    from cold import evict
+
+    ds = zrecord.open_dataset(root)
+    shards = [root / path / "x" for path, _ in ds.shards]
+    assert len(shards) == 4
+    shard, start = ds.shard_of(int(idx[0]))
+
+    def read_from_device():
+        """Bytes read from storage to read record ``idx[0]`` with a buffered pread."""
+        fd = os.open(shards[shard] / "data.zr", os.O_RDONLY)
+        try:
+            before = _read_bytes()
+            os.pread(fd, 16384, (int(idx[0]) - start) * 16384)
+            return _read_bytes() - before
+        finally:
+            os.close(fd)
+
+    for s in shards:
+        evict(s)
+    if read_from_device() == 0:
+        pytest.skip("this file system keeps no evictable page cache (tmpfs?)")
+    for how in ("buffered", "direct"):
+        for s in shards:
+            evict(s)
+        ds = zrecord.open_dataset(root, cold_reads=how)
+        assert np.array_equal(ds["x"][idx], data[idx])
+        clones = [pickle.loads(pickle.dumps(ds))["x"], pickle.loads(pickle.dumps(ds["x"]))]
+        for clone in clones:
+            assert np.array_equal(clone[idx[:8]], data[idx[:8]])
+            assert clone._reopen[1][-1] == how
+        # Every map of the shards closed: a mapped page is never evicted.
+        del ds, clones, clone
+        read = read_from_device()
+        if how == "buffered":
+            assert read == 0, "a buffered cold read leaves its record cached"
+        else:
+            assert read >= 16384, "a direct cold read leaves nothing cached"
+    with pytest.raises(ValueError, match="cold_reads"):
+        zrecord.open_dataset(root, cold_reads="sometimes")
+
+
 def _read_bytes():
     with open("/proc/self/io") as f:
         return next(int(line.split()[1]) for line in f if line.startswith("read_bytes:"))

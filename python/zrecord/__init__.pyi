@@ -312,6 +312,7 @@ def open_dataset(
     verify: bool = False,
     cache: Optional[_PathLike] = None,
     cache_limit: Union[int, str, None] = None,
+    cold_reads: Literal["auto", "buffered", "direct"] = "auto",
 ) -> "Dataset":
     """Open version ``version`` (default: the newest) of the dataset at ``uri``
     (through the node-local ``cache`` directory when given)."""

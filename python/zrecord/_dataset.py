@@ -241,16 +241,18 @@ def write_dataset(uri, data, *, codec="zstd", rows_per_shard=None, mode="create"
     return open_dataset(uri, version=version)
 
 
-def open_dataset(uri, version=None, verify=False, cache=None, cache_limit=None):
+def open_dataset(uri, version=None, verify=False, cache=None, cache_limit=None, cold_reads="auto"):
     """Open version ``version`` (default: the newest) of the dataset at
     ``uri`` (a directory, or an ``http(s)://``, ``s3://``, ``gs://`` or
-    ``az://`` prefix); ``verify``, ``cache`` and ``cache_limit`` as for ``Dense.open``."""
-    return Dataset._open(uri, version, verify, cache, cache_limit)
+    ``az://`` prefix); ``verify``, ``cache``, ``cache_limit`` and
+    ``cold_reads`` as for ``Dense.open`` (a local dataset's column chooses
+    ``"auto"``'s way by its total size, not each shard's)."""
+    return Dataset._open(uri, version, verify, cache, cache_limit, cold_reads)
 
 
-def _open_column(uri, version, verify, name, cache=None, cache_limit=None):
+def _open_column(uri, version, verify, name, cache=None, cache_limit=None, cold_reads="auto"):
     """Column ``name`` of ``uri``'s version ``version`` (a pickled column)."""
-    return open_dataset(uri, version, verify, cache, cache_limit)[name]
+    return open_dataset(uri, version, verify, cache, cache_limit, cold_reads)[name]
 
 
 class Dataset:
@@ -270,13 +272,16 @@ class Dataset:
         raise TypeError("use zrecord.open_dataset(...)")
 
     @classmethod
-    def _open(cls, uri, version, verify, cache=None, cache_limit=None):
+    def _open(cls, uri, version, verify, cache=None, cache_limit=None, cold_reads="auto"):
+        if cold_reads not in ("auto", "buffered", "direct"):
+            raise ValueError(f"unknown cold_reads {cold_reads!r} (expected 'auto', 'buffered' or 'direct')")
         self = cls.__new__(cls)
         self.uri = uri if _is_url(uri) else os.fsdecode(os.fspath(uri))
         self._cache = None if cache is None else os.fsdecode(os.fspath(cache))
         self._cache_limit = _size(cache_limit)
+        self._cold_reads = cold_reads
         self._native = _native.NativeDataset.open(_target(uri), version, bool(verify), self._cache,
-                                                  self._cache_limit)
+                                                  self._cache_limit, cold_reads)
         self._verify = bool(verify)
         self._columns = {}
         for name in self._native.columns:
@@ -286,7 +291,7 @@ class Dataset:
             reader.path = f"{self.uri}[{name!r}]"
             reader._adopt(store, reader_cls is Dense)
             reader._reopen = (_open_column, (self.uri, self.version, self._verify, name, self._cache,
-                                             self._cache_limit))
+                                             self._cache_limit, cold_reads))
             self._columns[name] = reader
         return self
 
@@ -366,7 +371,8 @@ class Dataset:
         return _arrow.to_arrow(self, indices, columns)
 
     def __reduce__(self):
-        return (open_dataset, (self.uri, self.version, self._verify, self._cache, self._cache_limit))
+        return (open_dataset, (self.uri, self.version, self._verify, self._cache, self._cache_limit,
+                               self._cold_reads))
 
     def __repr__(self):
         return (f"Dataset({self.uri!r}, version={self.version}, {len(self)} records, "
