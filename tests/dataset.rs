@@ -71,6 +71,37 @@ fn check_records(ds: &Dataset, indices: &[u64]) {
     }
 }
 
+/// A dataset of more shards than the old fixed cache of 512: random batches
+/// read every record right, and every shard stays open where the process
+/// has room for them (a cache of 512 closed and reopened most of a batch's
+/// shards, batch after batch), as few as the room allows where it has not.
+#[test]
+fn many_shards_stay_open_when_the_process_has_room() {
+    let dir = tmp();
+    let root = dir.path().join("ds");
+    let cuts: Vec<u64> = (0..=600).collect();
+    build(&root, &cuts, Codec::Raw);
+    let ds = Dataset::open(root.to_str().unwrap()).unwrap();
+    let mut x = 3u64;
+    for _ in 0..8 {
+        let idx: Vec<u64> = (0..256)
+            .map(|_| {
+                x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+                (x >> 33) % 600
+            })
+            .collect();
+        check_records(&ds, &idx);
+    }
+    check_records(&ds, &(0..600).collect::<Vec<_>>());
+    let open = ds.column("x").unwrap().open_shards();
+    match zrecord::local::sys::open_room() {
+        // Half the room, shared by the two columns, 4 files and 2 maps a shard.
+        Some((files, maps)) if files / 2 / 4 / 2 >= 600 && maps / 2 / 2 / 2 >= 600 => assert_eq!(open, 600),
+        Some(_) => assert!(open < 600, "{open} shards open, more than the room for them"),
+        None => assert_eq!(open, zrecord::dataset::concat::OPEN_SHARDS),
+    }
+}
+
 #[test]
 fn shards_read_as_one_store() {
     let dir = tmp();

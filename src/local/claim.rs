@@ -10,43 +10,60 @@
 
 use crate::format::files::{StoreFile, META};
 use crate::format::{Header, HEADER_SIZE};
-use crate::local::sys::read_exact_at;
+use crate::local::sys::{self, read_exact_at};
+use crate::local::work::lock;
 use crate::local::writer::SUMS_PARTIAL;
 use crate::{Error, Result};
+use std::collections::BTreeMap;
 use std::fs::{File, TryLockError};
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, PoisonError};
+use std::sync::Mutex;
 
 /// How this process holds a store.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Role {
-    Reader,
-    Writer,
+    Reader = 0,
+    Writer = 1,
 }
 
-/// The store directories this process holds open (canonical paths).
-static HELD: Mutex<Vec<(PathBuf, Role)>> = Mutex::new(Vec::new());
+/// A directory's identity: its device and inode. (Its canonical path took a
+/// `stat` per path component, and finding it again among 512 others, as a
+/// dataset's shards are opened and closed, compared paths component by
+/// component: a quarter of the time of opening a shard.)
+type DirId = (u64, u64);
+
+/// The store directories this process holds open: how many readers and
+/// writers each.
+static HELD: Mutex<BTreeMap<DirId, [usize; 2]>> = Mutex::new(BTreeMap::new());
 
 /// This process holds a store until the value is dropped.
 #[derive(Debug)]
-pub(crate) struct Held(Option<(PathBuf, Role)>);
+pub(crate) struct Held(Option<(DirId, Role)>);
+
+/// `dir`'s identity, if it can be had.
+fn dir_id(dir: &Path) -> Option<DirId> {
+    sys::file_id(&std::fs::metadata(dir).ok()?)
+}
 
 /// Count `dir` as held by this process in `role`.
 pub(crate) fn hold(dir: &Path, role: Role) -> Held {
-    let key = dir.canonicalize().ok().map(|d| (d, role));
-    if let Some(k) = &key {
-        HELD.lock().unwrap_or_else(PoisonError::into_inner).push(k.clone());
+    let key = dir_id(dir).map(|d| (d, role));
+    if let Some((d, role)) = key {
+        lock(&HELD).entry(d).or_default()[role as usize] += 1;
     }
     Held(key)
 }
 
 impl Drop for Held {
     fn drop(&mut self) {
-        if let Some(key) = self.0.take() {
-            let mut held = HELD.lock().unwrap_or_else(PoisonError::into_inner);
-            if let Some(at) = held.iter().position(|k| *k == key) {
-                held.swap_remove(at);
+        if let Some((d, role)) = self.0.take() {
+            let mut held = lock(&HELD);
+            if let Some(counts) = held.get_mut(&d) {
+                counts[role as usize] -= 1;
+                if *counts == [0, 0] {
+                    held.remove(&d);
+                }
             }
         }
     }
@@ -54,10 +71,12 @@ impl Drop for Held {
 
 /// How this process holds `dir` (a writer before readers), if it does.
 fn held_here(dir: &Path) -> Option<Role> {
-    let dir = dir.canonicalize().ok()?;
-    let held = HELD.lock().unwrap_or_else(PoisonError::into_inner);
-    let roles = held.iter().filter(|(d, _)| *d == dir).map(|&(_, r)| r);
-    roles.max_by_key(|&r| r == Role::Writer)
+    let counts = *lock(&HELD).get(&dir_id(dir)?)?;
+    match counts {
+        [_, w] if w > 0 => Some(Role::Writer),
+        [r, _] if r > 0 => Some(Role::Reader),
+        _ => None,
+    }
 }
 
 /// The `Busy` error for `dir`, whose lock is held: by this process or another.

@@ -161,6 +161,29 @@ cfg_if::cfg_if! {
             meta.ino()
         }
 
+        /// The file's device and inode: which file it is, whatever its path.
+        pub fn file_id(meta: &Metadata) -> Option<(u64, u64)> {
+            Some((meta.dev(), meta.ino()))
+        }
+
+        /// Files and maps this process may still open, about: its open-file
+        /// limit and the system's map count limit, less what it holds now
+        /// (Linux; `None` elsewhere or when the system does not say).
+        pub fn open_room() -> Option<(u64, u64)> {
+            #[cfg(target_os = "linux")]
+            {
+                let files = rustix::process::getrlimit(rustix::process::Resource::Nofile).current.unwrap_or(u64::MAX);
+                let open = std::fs::read_dir("/proc/self/fd").ok()?.count() as u64;
+                let maps: u64 = std::fs::read_to_string("/proc/sys/vm/max_map_count").ok()?.trim().parse().ok()?;
+                let mapped = std::fs::read_to_string("/proc/self/maps").ok()?.lines().count() as u64;
+                Some((files.saturating_sub(open), maps.saturating_sub(mapped)))
+            }
+            #[cfg(not(target_os = "linux"))]
+            {
+                None
+            }
+        }
+
         /// Whether the file still has a name (an open file that was
         /// removed has none, and holds its space until it is closed).
         pub fn is_linked(meta: &Metadata) -> bool {
@@ -327,6 +350,16 @@ cfg_if::cfg_if! {
         /// No inode number here: ETags use size and time alone.
         pub fn inode(_meta: &Metadata) -> u64 {
             0
+        }
+
+        /// No file identity here.
+        pub fn file_id(_meta: &Metadata) -> Option<(u64, u64)> {
+            None
+        }
+
+        /// The open-file and map limits are unknown here.
+        pub fn open_room() -> Option<(u64, u64)> {
+            None
         }
 
         /// No link counts here: an open file is taken to be named.
