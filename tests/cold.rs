@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use zrecord::format::{Verify, LOC_SIZE, PAGE_SIZE};
 use zrecord::local::cache;
-use zrecord::source::{memory::MemorySource, ByteSource};
+use zrecord::source::memory::MemorySource;
 use zrecord::{Backend, Codec, ColdReads, CreateOptions, OpenOptions, Records, Store, Writer};
 
 fn scratch(name: &str) -> PathBuf {
@@ -215,29 +215,12 @@ fn a_batch_whose_first_record_is_resident_among_cold_ones_reads_cold() {
     }
 }
 
-/// A source that counts the reads in flight at once, each taking a few
-/// milliseconds, and says every byte is out of memory.
-struct InFlight {
-    bytes: MemorySource,
-    now: AtomicUsize,
-    most: Arc<AtomicUsize>,
+/// A source that counts the reads in flight at once (`common/in_flight.rs`).
+mod in_flight {
+    use zrecord::source::{memory::MemorySource, ByteSource};
+    include!("common/in_flight.rs");
 }
-
-impl ByteSource for InFlight {
-    fn size(&self) -> u64 {
-        self.bytes.size()
-    }
-    fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
-        let now = self.now.fetch_add(1, Ordering::SeqCst) + 1;
-        self.most.fetch_max(now, Ordering::SeqCst);
-        std::thread::sleep(std::time::Duration::from_millis(3));
-        self.now.fetch_sub(1, Ordering::SeqCst);
-        self.bytes.read_exact_at(offset, buf)
-    }
-    fn is_resident(&self, _offset: u64) -> Option<bool> {
-        Some(false)
-    }
-}
+use in_flight::InFlight;
 
 /// A cold batch's records are read together, many at once (the device's
 /// queue kept full), not one per gathering thread; what they decode to is
@@ -255,7 +238,7 @@ fn a_cold_batch_has_many_reads_in_flight() {
         let most = Arc::new(AtomicUsize::new(0));
         let data = InFlight {
             bytes: MemorySource::new(std::fs::read(dir.join("data.zr")).unwrap()),
-            now: AtomicUsize::new(0),
+            now: Arc::new(AtomicUsize::new(0)),
             most: most.clone(),
         };
         let meta = MemorySource::new(std::fs::read(dir.join("meta.zr")).unwrap());

@@ -285,33 +285,17 @@ struct ColdRead<'b> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::source::{memory::MemorySource, ByteSource};
+    use crate::source::memory::MemorySource;
     use crate::{CreateOptions, Writer};
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Arc;
 
-    /// Bytes out of memory, each read a few milliseconds, counted while in
-    /// flight across every store sharing `now`.
-    struct Slow {
-        bytes: MemorySource,
-        now: Arc<AtomicUsize>,
-        most: Arc<AtomicUsize>,
+    /// Counts reads in flight (shared with tests/cold.rs).
+    mod in_flight {
+        use crate::source::{memory::MemorySource, ByteSource};
+        include!("../../../tests/common/in_flight.rs");
     }
-
-    impl ByteSource for Slow {
-        fn size(&self) -> u64 {
-            self.bytes.size()
-        }
-        fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
-            self.most.fetch_max(self.now.fetch_add(1, Ordering::SeqCst) + 1, Ordering::SeqCst);
-            std::thread::sleep(std::time::Duration::from_millis(3));
-            self.now.fetch_sub(1, Ordering::SeqCst);
-            self.bytes.read_exact_at(offset, buf)
-        }
-        fn is_resident(&self, _offset: u64) -> Option<bool> {
-            Some(false)
-        }
-    }
+    use in_flight::InFlight;
 
     /// A batch over 16 cold stores, 4 records each (a dataset's batch over
     /// its shards), has the reads of all of them in flight together, not 4
@@ -348,7 +332,7 @@ mod tests {
                         w.close().unwrap();
                     }
                     let file = |name| MemorySource::new(std::fs::read(dir.join(name)).unwrap());
-                    let data = Slow { bytes: file("data.zr"), now: now.clone(), most: most.clone() };
+                    let data = InFlight { bytes: file("data.zr"), now: now.clone(), most: most.clone() };
                     Store::from_sources(format!("s{s}"), Box::new(file("meta.zr")), Box::new(data), None)
                         .unwrap()
                 })
