@@ -4,7 +4,7 @@
 
 use super::concat::{column_core, Concat, OpenShards, Split, OPEN_SHARDS};
 use super::manifest::ColumnSpec;
-use crate::format::batch::{try_room, DenseBatch, RaggedBatch};
+use crate::format::batch::{DenseBatch, RaggedBatch};
 use crate::format::decode::slot_parts;
 use crate::format::{GatherPlan, RecordLoc, StoreCore, Verify};
 use crate::local::reader::{Part, Parts};
@@ -185,16 +185,10 @@ impl LocalColumn {
             .map(|(store, g)| store.dense_part(&g.local, cold))
             .collect::<Result<Vec<Part<'_>>>>()?;
         let records = Parts::many(&parts, split.places());
-        if cold {
-            let mut locs = Vec::new();
-            try_room(&mut locs, rows.len()).map_err(|e| {
-                e.error(&self.concat.name, format!("the locations of {} records", rows.len()))
-            })?;
-            records.check_locs(&mut locs)?;
-            return records.read_cold(&locs, rows);
+        match cold {
+            true => records.fill_rows_cold(rows),
+            false => records.fill_rows(self.core.info().dense_row()?, rows),
         }
-        let row = self.core.info().dense_row()?;
-        records.fill_rows(row, rows)
     }
 }
 
@@ -271,7 +265,6 @@ impl Records for LocalColumn {
             // Every shard's locations checked first, into one batch's, then one
             // batch laid out for all of them, each record decoded into its slot.
             let mut locs = Vec::new();
-            try_room(&mut locs, indices.len()).map_err(|e| plan.out_of_memory(e, "the locations"))?;
             records.check_locs(&mut locs)?;
             plan.fill_ragged(&locs, &mut Vec::new(), batch, |buf, slots| match cold {
                 true => records.read_cold(&locs, &mut slot_parts(buf, slots)),

@@ -568,20 +568,6 @@ impl Store {
         }
     }
 
-    /// Fill `rows` with a cold Dense `plan`'s records, every one read at
-    /// once ([`Parts::read_cold`]).
-    fn fill_rows_cold(
-        &self,
-        mem: &InMemory<'_>,
-        plan: &GatherPlan<'_>,
-        rows: &mut [&mut [u8]],
-    ) -> Result<()> {
-        with_scratch_locs(|locs, _| {
-            self.check_first(mem, plan, locs)?;
-            Parts::one(&Part::new(self, *mem, *plan)).read_cold(locs, rows)
-        })
-    }
-
     pub(super) fn io_err(&self, file: StoreFile, e: io::Error) -> Error {
         Error::io(self.dir.join(file.name()), "read", e)
     }
@@ -636,8 +622,6 @@ impl Store {
         plan: &GatherPlan<'_>,
         locs: &mut Vec<RecordLoc>,
     ) -> Result<()> {
-        locs.clear();
-        try_room(locs, plan.len()).map_err(|e| plan.out_of_memory(e, "the locations"))?;
         Parts::one(&Part::new(self, *mem, *plan)).check_locs(locs)
     }
 
@@ -672,10 +656,12 @@ impl Store {
         if row == 0 || plan.is_empty() {
             return Ok(());
         }
-        if mem.cold {
-            return self.fill_rows_cold(mem, plan, rows);
+        let part = Part::new(self, *mem, *plan);
+        let records = Parts::one(&part);
+        match mem.cold {
+            true => records.fill_rows_cold(rows),
+            false => records.fill_rows(row, rows),
         }
-        Parts::one(&Part::new(self, *mem, *plan)).fill_rows(row, rows)
     }
 
     /// Gather Dense records `indices` into `rows` (one row's bytes each, in

@@ -9,7 +9,10 @@
 //! decision and a memory view per shard *and* a prefetch window too short
 //! to run ahead of its reads.
 
-use super::{for_each_span, stored_head, table_entry, InMemory, Store, MIN_PART_BYTES, PREFETCH_ROWS};
+use super::{
+    for_each_span, stored_head, table_entry, with_scratch_locs, InMemory, Store, MIN_PART_BYTES,
+    PREFETCH_ROWS,
+};
 use crate::format::batch::try_room;
 use crate::format::{Codec, GatherPlan, RecordLoc, StoreFile};
 use crate::local::{cold, sys, work};
@@ -153,11 +156,13 @@ impl<'p, 'a> Parts<'p, 'a> {
     }
 
     /// Check every record's location (and big frames' headers) before a
-    /// batch is sized, pushing them onto `locs` in the gather's order.
+    /// batch is sized, into `locs` (emptied first) in the gather's order.
     ///
     /// # Errors
     /// The first failed check, named by its store.
     pub(crate) fn check_locs(&self, locs: &mut Vec<RecordLoc>) -> Result<()> {
+        locs.clear();
+        try_room(locs, self.len()).map_err(|e| self.parts[0].plan.out_of_memory(e, "the locations"))?;
         for j in 0..self.len() {
             sys::prefetch(self.table_entry(j + 2 * PREFETCH_ROWS));
             let (part, k) = self.get(j);
@@ -229,6 +234,18 @@ impl<'p, 'a> Parts<'p, 'a> {
             part.read(k, &locs[j], dst, &[])
         };
         for_each_span(buf, slots, self.parallel(buf.len()), &decode)
+    }
+
+    /// Fill `rows[j]` with Dense record `j` of a cold batch: every location
+    /// checked, then every record read at once ([`Parts::read_cold`]).
+    ///
+    /// # Errors
+    /// As [`crate::Records::gather_into`].
+    pub(crate) fn fill_rows_cold(&self, rows: &mut [&mut [u8]]) -> Result<()> {
+        with_scratch_locs(|locs, _| {
+            self.check_locs(locs)?;
+            self.read_cold(locs, rows)
+        })
     }
 
     /// Read every record of a cold batch, at its checked `locs[j]`, into
