@@ -7,7 +7,7 @@ use super::manifest::ColumnSpec;
 use crate::format::batch::{DenseBatch, RaggedBatch};
 use crate::format::decode::slot_parts;
 use crate::format::{GatherPlan, RecordLoc, StoreCore, Verify};
-use crate::local::reader::{Part, Parts};
+use crate::local::reader::{with_scratch_locs, Part, Parts};
 use crate::local::residency::Residency;
 use crate::local::sys;
 use crate::records::Records;
@@ -70,14 +70,15 @@ impl LocalColumn {
             let bigger = crate::local::reader::bigger_than_memory(core.info().sizes.data);
             options.cold_reads = if bigger { ColdReads::Direct } else { ColdReads::Buffered };
         }
-        let cap = open_shards_cap(concat.manifest.shards.len(), concat.manifest.columns.len());
+        let shard_count = concat.manifest.shards.len();
+        let cap = open_shards_cap(shard_count, concat.manifest.columns.len());
         Ok(LocalColumn {
             concat,
             index,
             core,
             root: root.to_path_buf(),
             options,
-            shards: OpenShards::new(cap),
+            shards: OpenShards::new(cap, shard_count),
             residency: Residency::default(),
         })
     }
@@ -264,11 +265,12 @@ impl Records for LocalColumn {
             let records = Parts::many(&parts, split.places());
             // Every shard's locations checked first, into one batch's, then one
             // batch laid out for all of them, each record decoded into its slot.
-            let mut locs = Vec::new();
-            records.check_locs(&mut locs)?;
-            plan.fill_ragged(&locs, &mut Vec::new(), batch, |buf, slots| match cold {
-                true => records.read_cold(&locs, &mut slot_parts(buf, slots)),
-                false => records.decode_slots(&locs, buf, slots),
+            with_scratch_locs(|locs, slots| {
+                records.check_locs(locs)?;
+                plan.fill_ragged(locs, slots, batch, |buf, slots| match cold {
+                    true => records.read_cold(locs, &mut slot_parts(buf, slots)),
+                    false => records.decode_slots(locs, buf, slots),
+                })
             })
         })
     }

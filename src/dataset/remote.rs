@@ -49,7 +49,7 @@ impl<T: RangeRead, O: Fn(&str) -> Result<T>> RemoteColumn<T, O> {
             Some(s) => open(&layout::store_path(&s.path, &concat.manifest.columns[index].name))?.prefetches(),
             None => false,
         };
-        let shards = OpenShards::new(OPEN_SHARDS);
+        let shards = OpenShards::new(OPEN_SHARDS, concat.manifest.shards.len());
         Ok(RemoteColumn { concat, index, core, options, shards, open, prefetches })
     }
 

@@ -796,7 +796,7 @@ pub(crate) fn bigger_than_memory(bytes: u64) -> bool {
 
 /// Run `f` with this thread's reusable location and slot vectors, taken out
 /// of its scratch while `f` runs (reads inside `f` use the scratch's buffer).
-fn with_scratch_locs<T>(
+pub(crate) fn with_scratch_locs<T>(
     f: impl FnOnce(&mut Vec<RecordLoc>, &mut Vec<Range<usize>>) -> Result<T>,
 ) -> Result<T> {
     let (mut locs, mut slots) = SCRATCH.with(|s| {

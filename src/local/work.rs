@@ -29,17 +29,38 @@ use rayon::{ThreadPool, ThreadPoolBuilder, Yield};
 use std::cell::Cell;
 use std::iter::Peekable;
 use std::ops::Range;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::thread::LocalKey;
 use std::time::{Duration, Instant};
 
-/// How long a pool thread stays awake after its last task ([`keep_warm`]):
-/// longer than a Python loop takes between two gathers. Gathers of 32 token
-/// records and of 256 with a dictionary, interleaved on 2 cores, against
-/// rayon's global pool: 0.90x / 0.91x staying awake 0 µs, 1.01x / 1.01x 30
-/// µs, 1.04x / 1.04x 100 µs, 1.06x / 1.05x 300 µs.
+/// How long a pool thread stays awake after its last task at least
+/// ([`keep_warm`]): longer than a Python loop takes between two gathers.
+/// Gathers of 32 token records and of 256 with a dictionary, interleaved on
+/// 2 cores, against rayon's global pool: 0.90x / 0.91x staying awake 0 µs,
+/// 1.01x / 1.01x 30 µs, 1.04x / 1.04x 100 µs, 1.06x / 1.05x 300 µs.
 const LINGER: Duration = Duration::from_micros(100);
+
+/// How long a pool thread stays awake at most: when jobs come back to back
+/// (a loader filling its queue, a dataset's batch checking its records on
+/// the calling thread for 80 µs first), it stays awake for half as long
+/// again as the last wait between two jobs, up to this ([`linger_after`]).
+const MOST_LINGER: Duration = Duration::from_micros(400);
+
+/// How long to stay awake after a job when the last wait between two jobs
+/// was `gap`: long enough to catch the next job if it comes as soon, but
+/// never longer than [`MOST_LINGER`], and only [`LINGER`] once waits are
+/// longer than that (a training step between gathers), where staying awake
+/// would spin a core for nothing. A thread that sleeps costs the job's
+/// caller a wake-up (`futex_wake`: 2% of a dataset's Ragged gathers of 256
+/// token records, whose 80 µs of checks before the shared decoding outlast
+/// 100 µs of lingering once the previous batch's tail is counted).
+fn linger_after(gap: Duration) -> Duration {
+    if gap > MOST_LINGER {
+        return LINGER;
+    }
+    (gap + gap / 2).clamp(LINGER, MOST_LINGER)
+}
 
 /// Lock a mutex whose holder may have panicked (what it guards stays whole:
 /// its users leave it consistent between statements).
@@ -62,6 +83,29 @@ pub(crate) struct Pool {
     pub(crate) threads: ThreadPool,
     /// Threads staying awake for the next job ([`keep_warm`]).
     lingering: AtomicUsize,
+    /// When the pool was made: the clock of `last_end`.
+    born: Instant,
+    /// When the last job ended, in ns since `born` (0: none yet).
+    last_end: AtomicU64,
+    /// How long to stay awake after the next job, in ns ([`linger_after`]).
+    linger: AtomicU64,
+}
+
+impl Pool {
+    /// Now, in ns since the pool was made.
+    fn now(&self) -> u64 {
+        u64::try_from(self.born.elapsed().as_nanos()).unwrap_or(u64::MAX)
+    }
+
+    /// A job starts: how long since the last one ended sets how long to
+    /// linger after this one.
+    fn job_starts(&self) {
+        let last = self.last_end.load(Ordering::Relaxed);
+        let gap =
+            if last == 0 { Duration::MAX } else { Duration::from_nanos(self.now().saturating_sub(last)) };
+        let linger = u64::try_from(linger_after(gap).as_nanos()).unwrap_or(u64::MAX);
+        self.linger.store(linger, Ordering::Relaxed);
+    }
 }
 
 thread_local! {
@@ -104,7 +148,13 @@ pub(crate) fn pool() -> Option<&'static Pool> {
             .thread_name(|i| format!("zrecord-{i}"))
             .build()
             .ok()?;
-        Some(Pool { threads, lingering: AtomicUsize::new(0) })
+        Some(Pool {
+            threads,
+            lingering: AtomicUsize::new(0),
+            born: Instant::now(),
+            last_end: AtomicU64::new(0),
+            linger: AtomicU64::new(LINGER.as_nanos() as u64),
+        })
     })
 }
 
@@ -143,19 +193,22 @@ pub(crate) fn per_process<T: Sync + 'static>(
     made
 }
 
-/// Keep the pool's threads awake for [`LINGER`] after a job, taking the
-/// next one the moment it comes: a thread gone to sleep starts 10-20 µs
-/// after a job is handed out, a tenth of a gather of 256 token records. A
-/// thread's wait is a task of its own (at most one a thread), which runs the
-/// tasks handed out meanwhile and yields the core between looks.
+/// Keep the pool's threads awake a while after a job ([`linger_after`]),
+/// taking the next one the moment it comes: a thread gone to sleep starts
+/// 10-20 µs after a job is handed out, a tenth of a gather of 256 token
+/// records. A thread's wait is a task of its own (at most one a thread),
+/// which runs the tasks handed out meanwhile and yields the core between
+/// looks.
 fn keep_warm(pool: &'static Pool) {
+    pool.last_end.store(pool.now().max(1), Ordering::Relaxed);
     let n = pool.threads.current_num_threads();
     while pool.lingering.fetch_add(1, Ordering::AcqRel) < n {
         pool.threads.spawn(move || {
-            let mut until = Instant::now() + LINGER;
+            let linger = || Duration::from_nanos(pool.linger.load(Ordering::Relaxed));
+            let mut until = Instant::now() + linger();
             while Instant::now() < until {
                 match rayon::yield_now() {
-                    Some(Yield::Executed) => until = Instant::now() + LINGER,
+                    Some(Yield::Executed) => until = Instant::now() + linger(),
                     _ => std::thread::yield_now(),
                 }
             }
@@ -210,6 +263,7 @@ where
     };
     match pool().filter(|_| !SHARING.get()) {
         Some(pool) => {
+            pool.job_starts();
             pool.threads.in_place_scope(|scope| {
                 for _ in 0..pool.threads.current_num_threads() {
                     scope.spawn(|_| drain(true));
@@ -289,6 +343,21 @@ mod tests {
             None => assert_eq!(rayon::current_num_threads(), 1),
         }
         assert_eq!(threads(), rayon::current_num_threads());
+    }
+
+    /// Back-to-back jobs keep the pool awake as long again as half their
+    /// wait, within bounds; jobs far apart get the least.
+    #[test]
+    fn the_pool_lingers_as_long_as_jobs_come_soon_and_no_longer() {
+        let us = Duration::from_micros;
+        assert_eq!(linger_after(us(10)), LINGER);
+        assert_eq!(linger_after(us(100)), us(150));
+        assert_eq!(linger_after(us(200)), us(300));
+        assert_eq!(linger_after(us(300)), MOST_LINGER);
+        assert_eq!(linger_after(MOST_LINGER), MOST_LINGER);
+        assert_eq!(linger_after(MOST_LINGER + us(1)), LINGER);
+        assert_eq!(linger_after(Duration::from_millis(20)), LINGER);
+        assert_eq!(linger_after(Duration::MAX), LINGER);
     }
 
     #[test]
