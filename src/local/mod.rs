@@ -10,5 +10,6 @@ pub mod reader;
 pub(crate) mod residency;
 pub mod seal;
 pub mod sys;
+pub(crate) mod uring;
 pub(crate) mod work;
 pub mod writer;

@@ -50,6 +50,13 @@ pub trait ByteSource: Send + Sync {
         let _ = offset;
         None
     }
+
+    /// The open file whose bytes [`ByteSource::read_exact_at`] reads as
+    /// they are (a plain `pread` source), for a cold batch to read through
+    /// io_uring; `None` (the default) where reads go another way.
+    fn file(&self) -> Option<&std::fs::File> {
+        None
+    }
 }
 
 /// Check that `offset..offset+len` lies within `size`, as every backend must.
@@ -112,6 +119,9 @@ impl<S: ByteSource + ?Sized> ByteSource for std::sync::Arc<S> {
     fn size(&self) -> u64 {
         (**self).size()
     }
+    fn file(&self) -> Option<&std::fs::File> {
+        (**self).file()
+    }
     fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
         (**self).read_exact_at(offset, buf)
     }
@@ -129,6 +139,9 @@ impl<S: ByteSource + ?Sized> ByteSource for std::sync::Arc<S> {
 impl<S: ByteSource + ?Sized> ByteSource for Box<S> {
     fn size(&self) -> u64 {
         (**self).size()
+    }
+    fn file(&self) -> Option<&std::fs::File> {
+        (**self).file()
     }
     fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
         (**self).read_exact_at(offset, buf)

@@ -39,4 +39,7 @@ impl ByteSource for PreadSource {
     fn is_resident(&self, offset: u64) -> Option<bool> {
         crate::local::sys::read_probe(&self.file, offset)
     }
+    fn file(&self) -> Option<&File> {
+        Some(&self.file)
+    }
 }
