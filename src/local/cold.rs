@@ -29,8 +29,9 @@
 //! every epoch instead of turning warm after its first. They are what a
 //! store far bigger than memory reads with (`source/direct.rs`).
 
+use super::uring;
 use super::work::{self, Made};
-use crate::Result;
+use crate::{Error, Result};
 use std::cell::Cell;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -190,6 +191,90 @@ pub(crate) fn each<T: Send>(
     failed.into_inner().unwrap_or_else(PoisonError::into_inner).map_or(Ok(()), Err)
 }
 
+/// Read every item's [`uring::Target`] through io_uring and run
+/// `decode(k, item)` once its read is in: this thread reaps the reads while
+/// a pool thread decodes what has arrived, and both decode what is left
+/// once every read is in. `None` when io_uring cannot be used here (nothing
+/// read). Decoding on the reaping thread alone left the other core idle:
+/// cold 64 KiB zstd records (about 145 µs to decode each) read at 5,700-6,200
+/// records/s that way against 9,100-9,600 through the pread pool.
+pub(crate) fn each_uring<'f, T: Send>(
+    items: &mut [T],
+    target: impl Fn(&mut T) -> uring::Target<'f>,
+    decode: impl Fn(usize, &mut T) -> Result<()> + Sync,
+    io_err: impl Fn(usize, std::io::Error) -> Error,
+) -> Option<Result<()>> {
+    if !uring::available() {
+        return None;
+    }
+    let Some(pool) = work::helpers().filter(|_| items.len() > 1) else {
+        return uring::each(items, target, decode, io_err);
+    };
+    let cells: Vec<Mutex<&mut T>> = items.iter_mut().map(Mutex::new).collect();
+    let queue = Mutex::new(Ready { ready: Vec::with_capacity(cells.len()), reading: true, failed: None });
+    let arrived = Condvar::new();
+    // One thread's share of the decoding: records as they arrive, until
+    // every read is in and decoded, or one failed.
+    let decode_arrived = || loop {
+        let k = {
+            let mut q = work::lock(&queue);
+            loop {
+                if q.failed.is_some() {
+                    return;
+                }
+                if let Some(k) = q.ready.pop() {
+                    break k;
+                }
+                if !q.reading {
+                    return;
+                }
+                q = arrived.wait(q).unwrap_or_else(PoisonError::into_inner);
+            }
+        };
+        if let Err(e) = decode(k, &mut work::lock(&cells[k])) {
+            work::lock(&queue).failed.get_or_insert(e);
+            arrived.notify_all();
+        }
+    };
+    let mut refs: Vec<&Mutex<&mut T>> = cells.iter().collect();
+    let mut read = None;
+    pool.threads.in_place_scope(|scope| {
+        scope.spawn(|_| decode_arrived());
+        read = uring::each(
+            &mut refs,
+            |cell| target(&mut work::lock(cell)),
+            |k, _| {
+                let mut q = work::lock(&queue);
+                if q.failed.is_some() {
+                    return Err(Error::Cancelled); // (the decoder's error is returned)
+                }
+                q.ready.push(k);
+                drop(q);
+                arrived.notify_one();
+                Ok(())
+            },
+            io_err,
+        );
+        work::lock(&queue).reading = false;
+        arrived.notify_all();
+        decode_arrived();
+    });
+    let failed = queue.into_inner().unwrap_or_else(PoisonError::into_inner).failed;
+    Some(match (read?, failed) {
+        (_, Some(e)) => Err(e),
+        (r, None) => r,
+    })
+}
+
+/// Records read and waiting to be decoded ([`each_uring`]).
+struct Ready {
+    ready: Vec<usize>,
+    /// Whether reads are still coming.
+    reading: bool,
+    /// A decoding error: the batch stops.
+    failed: Option<Error>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -243,5 +328,50 @@ mod tests {
                 });
             }
         });
+    }
+
+    /// Through io_uring with the decoding shared: every item decoded once,
+    /// from its own bytes, by this thread or the pool's; a decoding error
+    /// (on whichever thread) is the batch's error, not a stand-in.
+    #[test]
+    fn uring_reads_are_decoded_once_each_and_a_decoding_error_is_returned() {
+        use std::io::Write;
+        if !uring::available() {
+            eprintln!("io_uring is not available here: not tested");
+            return;
+        }
+        let bytes: Vec<u8> = (0..200_000u32).map(|i| (i * 11 % 241) as u8).collect();
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        f.write_all(&bytes).unwrap();
+        let io_err = |k: usize, e: io::Error| Error::io(format!("read {k}"), "read", e);
+        for n in [2usize, 300] {
+            let mut bufs = vec![[0u8; 100]; n];
+            // (offset, buffer, sum of its bytes once decoded, times decoded)
+            let mut items: Vec<(u64, &mut [u8], u64, usize)> =
+                bufs.iter_mut().enumerate().map(|(k, b)| (k as u64 * 641, &mut b[..], 0, 0)).collect();
+            let target = |(offset, buf, _, _): &mut (u64, &mut [u8], u64, usize)| uring::Target {
+                file: f.as_file(),
+                offset: *offset,
+                buf: buf.as_mut_ptr(),
+                len: buf.len(),
+            };
+            let decode = |_, (_, buf, sum, times): &mut (u64, &mut [u8], u64, usize)| {
+                *sum = buf.iter().map(|&b| u64::from(b)).sum();
+                *times += 1;
+                Ok(())
+            };
+            each_uring(&mut items, target, decode, io_err).unwrap().unwrap();
+            for (k, (offset, _, sum, times)) in items.iter().enumerate() {
+                let want: u64 =
+                    bytes[*offset as usize..*offset as usize + 100].iter().map(|&b| u64::from(b)).sum();
+                assert_eq!((*sum, *times), (want, 1), "item {k} of {n}");
+            }
+            let failing = |k, _: &mut (u64, &mut [u8], u64, usize)| match k {
+                1 => Err(Error::InvalidArgument { store: "t".into(), why: "record 1 is bad".into() }),
+                _ => Ok(()),
+            };
+            let err = each_uring(&mut items, target, failing, io_err).unwrap().unwrap_err();
+            assert!(err.to_string().contains("record 1 is bad"), "{err}");
+        }
     }
 }

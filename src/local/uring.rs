@@ -41,6 +41,11 @@ pub(crate) struct Target<'a> {
     pub len: usize,
 }
 
+/// Whether reads go through io_uring here (its ring made on first ask).
+pub(crate) fn available() -> bool {
+    imp::with_ring(|_| ()).is_some()
+}
+
 /// Read every item's [`Target`] (`target(item)`; the buffers of different
 /// items must not overlap, and must stay put until the call returns), then
 /// run `then(k, item)` on this thread as each read completes, until one
@@ -264,7 +269,7 @@ mod tests {
     /// Whether this kernel gives us io_uring (it does on Linux since 5.1,
     /// unless a sandbox refuses it: then these tests say so and stop).
     fn available() -> bool {
-        let ok = imp::with_ring(|_| ()).is_some();
+        let ok = super::available();
         if !ok {
             eprintln!("io_uring is not available here (ZRECORD_IO_URING=0, or refused): not tested");
         }

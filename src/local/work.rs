@@ -261,7 +261,7 @@ where
             failed.store(true, Ordering::Relaxed);
         }
     };
-    match pool().filter(|_| !SHARING.get()) {
+    match helpers() {
         Some(pool) => {
             pool.job_starts();
             pool.threads.in_place_scope(|scope| {
@@ -278,6 +278,12 @@ where
         Some(e) => Err(e),
         None => Ok(()),
     }
+}
+
+/// The pool to share work with from this thread: none within a part of a
+/// [`share`] (every thread is busy there) or on one core.
+pub(crate) fn helpers() -> Option<&'static Pool> {
+    pool().filter(|_| !SHARING.get())
 }
 
 /// [`share`] when `parallel`, else every part on the calling thread (work

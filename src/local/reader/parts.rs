@@ -295,7 +295,7 @@ impl<'p, 'a> Parts<'p, 'a> {
             };
             // (Read `k` of the batch is record `k`: `reads` is in its order.)
             let io_err = |k: usize, e| self.get(k).0.store.io_err(StoreFile::Data, e);
-            if let Some(result) = uring::each(&mut reads, target, |_, read| decode(read), io_err) {
+            if let Some(result) = cold::each_uring(&mut reads, target, |_, read| decode(read), io_err) {
                 return result;
             }
         }
