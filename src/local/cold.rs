@@ -1,7 +1,10 @@
-//! Reading a batch whose records are out of memory: every record's read is
-//! handed at once to a pool of [`DEPTH`] threads, each a blocking `pread`,
-//! so the device has as many reads in flight as the batch has records (up
-//! to [`DEPTH`]) instead of one per gathering thread.
+//! Reading a batch whose records are out of memory: every record's read in
+//! flight at once, so the device has as many reads queued as the batch has
+//! records instead of one per gathering thread. Through io_uring where the
+//! kernel has it ([`each_uring`], `uring.rs`), else handed to a pool of
+//! [`DEPTH`] threads, each a blocking `pread` ([`each`]): `O_DIRECT` reads,
+//! sources that are not plain files, and kernels or sandboxes that refuse
+//! io_uring.
 //!
 //! The pool is this file's own, threads that sleep on a condition variable
 //! between batches: rayon's threads (the pool before) look for work 32
