@@ -332,6 +332,38 @@ mod tests {
     }
     use in_flight::InFlight;
 
+    /// A store of `records` at `dir`: Ragged (each record its own length)
+    /// or Dense (every record as long as the first).
+    fn write(dir: &std::path::Path, ragged: bool, codec: Codec, records: &[Vec<u8>]) {
+        let options = CreateOptions::codec(codec);
+        if ragged {
+            let mut w = Writer::create_ragged(dir, "|u1", options).unwrap();
+            let shapes: Vec<[u64; 1]> = records.iter().map(|r| [r.len() as u64]).collect();
+            w.append_ragged(&shapes.iter().zip(records).map(|(s, r)| (&s[..], &r[..])).collect::<Vec<_>>())
+                .unwrap();
+            w.close().unwrap();
+        } else {
+            let mut w = Writer::create_dense(dir, "|u1", &[records[0].len() as u64], options).unwrap();
+            w.append(&records.concat()).unwrap();
+            w.close().unwrap();
+        }
+    }
+
+    /// Each store's part of a cold gather of `local`.
+    fn cold_parts<'a>(stores: &'a [Store], local: &'a [u64], ragged: bool) -> Vec<Part<'a>> {
+        let part = |s: &'a Store| if ragged { s.ragged_part(local, true) } else { s.dense_part(local, true) };
+        stores.iter().map(|s| part(s).unwrap()).collect()
+    }
+
+    /// Every record of `records` read cold, each into a buffer of its own.
+    fn read_all_cold(records: &Parts<'_, '_>) -> Vec<Vec<u8>> {
+        let mut locs = Vec::new();
+        records.check_locs(&mut locs).unwrap();
+        let mut bufs: Vec<Vec<u8>> = locs.iter().map(|l| vec![0; l.logic_length as usize]).collect();
+        records.read_cold(&locs, &mut bufs.iter_mut().map(|b| &mut b[..]).collect::<Vec<_>>()).unwrap();
+        bufs
+    }
+
     /// A cold batch from stores on disk reads through io_uring (where the
     /// kernel has it) and gives what a warm gather gives: Dense and
     /// Ragged, raw and zstd, one store and two.
@@ -344,40 +376,20 @@ mod tests {
             let stores: Vec<Store> = (0..2)
                 .map(|s| {
                     let dir = tmp.path().join(format!("u-{ragged}-{}-{s}", codec.name()));
-                    let rec =
-                        |i: usize| -> Vec<u8> { (0..3000).map(|b| (s * 5 + i * 3 + b / 7) as u8).collect() };
-                    let options = CreateOptions::codec(codec);
-                    if ragged {
-                        let mut w = Writer::create_ragged(&dir, "|u1", options).unwrap();
-                        let recs: Vec<(Vec<u64>, Vec<u8>)> =
-                            (0..300).map(|i| (vec![3000 - i as u64], rec(i)[i..].to_vec())).collect();
-                        w.append_ragged(&recs.iter().map(|(a, b)| (&a[..], &b[..])).collect::<Vec<_>>())
-                            .unwrap();
-                        w.close().unwrap();
-                    } else {
-                        let mut w = Writer::create_dense(&dir, "|u1", &[3000], options).unwrap();
-                        w.append(&(0..300).flat_map(rec).collect::<Vec<u8>>()).unwrap();
-                        w.close().unwrap();
-                    }
+                    let rec = |i: usize| -> Vec<u8> {
+                        let skip = if ragged { i } else { 0 };
+                        (skip..3000).map(|b| (s * 5 + i * 3 + b / 7) as u8).collect()
+                    };
+                    write(&dir, ragged, codec, &(0..300).map(rec).collect::<Vec<_>>());
                     Store::open(&dir).unwrap()
                 })
                 .collect();
             let local: Vec<u64> = (0..300).map(|i| i * 7 % 300).collect();
-            let parts: Vec<Part<'_>> = stores
-                .iter()
-                .map(|s| {
-                    if ragged { s.ragged_part(&local, true) } else { s.dense_part(&local, true) }.unwrap()
-                })
-                .collect();
+            let parts = cold_parts(&stores, &local, ragged);
             let at: Vec<(usize, usize)> = (0..600).map(|j| (j % 2, j / 2)).collect();
             for records in [Parts::one(&parts[0]), Parts::many(&parts, &at)] {
-                let mut locs = Vec::new();
-                records.check_locs(&mut locs).unwrap();
-                let mut bufs: Vec<Vec<u8>> = locs.iter().map(|l| vec![0; l.logic_length as usize]).collect();
                 let before = uring::reads();
-                records
-                    .read_cold(&locs, &mut bufs.iter_mut().map(|b| &mut b[..]).collect::<Vec<_>>())
-                    .unwrap();
+                let bufs = read_all_cold(&records);
                 let through = uring::reads() - before;
                 assert!(
                     through >= records.len() as u64 || std::env::var_os("ZRECORD_IO_URING").is_some(),
@@ -404,30 +416,14 @@ mod tests {
             [(false, Codec::Raw), (false, Codec::Zstd), (true, Codec::Raw), (true, Codec::Zstd)]
         {
             let (now, most) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
-            let record = |s: usize, i: usize| -> Vec<u8> {
-                (0..1000 + i).map(|b| (s * 31 + i * 7 + b) as u8).collect()
-            };
             let stores: Vec<Store> = (0..16)
                 .map(|s| {
                     let dir = tmp.path().join(format!("{ragged}-{}-{s}", codec.name()));
-                    let options = CreateOptions::codec(codec);
-                    if ragged {
-                        let mut w = Writer::create_ragged(&dir, "|u1", options).unwrap();
-                        let recs: Vec<(Vec<u64>, Vec<u8>)> =
-                            (0..8).map(|i| (vec![1000 + i as u64], record(s, i))).collect();
-                        w.append_ragged(&recs.iter().map(|(a, b)| (&a[..], &b[..])).collect::<Vec<_>>())
-                            .unwrap();
-                        w.close().unwrap();
-                    } else {
-                        let mut w = Writer::create_dense(&dir, "|u1", &[1000], options).unwrap();
-                        w.append(
-                            &(0..8)
-                                .flat_map(|i| record(s, 0).into_iter().map(move |b| b ^ i))
-                                .collect::<Vec<u8>>(),
-                        )
-                        .unwrap();
-                        w.close().unwrap();
-                    }
+                    let rec = |i: usize| -> Vec<u8> {
+                        let len = if ragged { 1000 + i } else { 1000 };
+                        (0..len).map(|b| (s * 31 + i * 7 + b) as u8).collect()
+                    };
+                    write(&dir, ragged, codec, &(0..8).map(rec).collect::<Vec<_>>());
                     let file = |name| MemorySource::new(std::fs::read(dir.join(name)).unwrap());
                     let data = InFlight { bytes: file("data.zr"), now: now.clone(), most: most.clone() };
                     Store::from_sources(format!("s{s}"), Box::new(file("meta.zr")), Box::new(data), None)
@@ -435,19 +431,11 @@ mod tests {
                 })
                 .collect();
             let local: Vec<u64> = vec![5, 0, 7, 2];
-            let parts: Vec<Part<'_>> = stores
-                .iter()
-                .map(|s| {
-                    if ragged { s.ragged_part(&local, true) } else { s.dense_part(&local, true) }.unwrap()
-                })
-                .collect();
+            let parts = cold_parts(&stores, &local, ragged);
             // Record j of the batch: record j / 16 of the plan of store j % 16.
             let at: Vec<(usize, usize)> = (0..64).map(|j| (j % 16, j / 16)).collect();
             let records = Parts::many(&parts, &at);
-            let mut locs = Vec::new();
-            records.check_locs(&mut locs).unwrap();
-            let mut bufs: Vec<Vec<u8>> = locs.iter().map(|l| vec![0; l.logic_length as usize]).collect();
-            records.read_cold(&locs, &mut bufs.iter_mut().map(|b| &mut b[..]).collect::<Vec<_>>()).unwrap();
+            let bufs = read_all_cold(&records);
             for (j, got) in bufs.iter().enumerate() {
                 let (s, i) = (j % 16, local[j / 16] as usize);
                 let want = stores[s].gather_any(&[i as u64]).unwrap();
