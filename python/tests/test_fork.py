@@ -98,9 +98,11 @@ def evict(path):
 
 
 def test_cold_gathers_in_parent_then_child(store):
-    """A cold batch's reads go to a pool of read threads (src/local/cold.rs):
-    a child forked after the parent made that pool makes its own, and so
-    does a grandchild, each reading cold after an eviction."""
+    """A cold batch's reads go through the calling thread's io_uring ring
+    and a pool thread (src/local/uring.rs, src/local/cold.rs; the pool of
+    read threads where io_uring is refused): a child forked after the
+    parent made its ring and pools makes its own, and so does a
+    grandchild, each reading cold after an eviction."""
     root, data = store
     evict(root / "d")
     evict(root / "r")
