@@ -243,6 +243,9 @@ pub(crate) fn each_uring<'f, T: Send>(
     let mut read = None;
     pool.threads.in_place_scope(|scope| {
         scope.spawn(|_| decode_arrived());
+        // Reads over, however `each` ends: a panic that skipped this would
+        // leave the pool thread waiting for reads, and the scope for it.
+        let over = ReadsOver(&queue, &arrived);
         read = uring::each(
             &mut refs,
             |cell| target(&mut work::lock(cell)),
@@ -258,8 +261,7 @@ pub(crate) fn each_uring<'f, T: Send>(
             },
             io_err,
         );
-        work::lock(&queue).reading = false;
-        arrived.notify_all();
+        drop(over);
         decode_arrived();
     });
     let failed = queue.into_inner().unwrap_or_else(PoisonError::into_inner).failed;
@@ -267,6 +269,16 @@ pub(crate) fn each_uring<'f, T: Send>(
         (_, Some(e)) => Err(e),
         (r, None) => r,
     })
+}
+
+/// Tells [`each_uring`]'s decoders that no more reads come, when dropped.
+struct ReadsOver<'a>(&'a Mutex<Ready>, &'a Condvar);
+
+impl Drop for ReadsOver<'_> {
+    fn drop(&mut self) {
+        work::lock(self.0).reading = false;
+        self.1.notify_all();
+    }
 }
 
 /// Records read and waiting to be decoded ([`each_uring`]).

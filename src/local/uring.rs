@@ -135,7 +135,13 @@ mod imp {
         let mut done = Vec::with_capacity(ENTRIES as usize);
         loop {
             while failed.is_none() && panicked.is_none() && next < n && inflight < ENTRIES as usize {
-                let t = target(&mut items[next]);
+                let t = match panic::catch_unwind(AssertUnwindSafe(|| target(&mut items[next]))) {
+                    Ok(t) => t,
+                    Err(p) => {
+                        panicked = Some(p); // (the reads in flight complete first)
+                        break;
+                    }
+                };
                 if t.len == 0 {
                     // Nothing to read (an empty raw record): done already (a
                     // read of 0 bytes would look like the file's end).
@@ -169,7 +175,14 @@ mod imp {
                     inflight -= 1;
                     continue;
                 }
-                let t = target(&mut items[k]);
+                let t = match panic::catch_unwind(AssertUnwindSafe(|| target(&mut items[k]))) {
+                    Ok(t) => t,
+                    Err(p) => {
+                        panicked.get_or_insert(p);
+                        inflight -= 1;
+                        continue;
+                    }
+                };
                 if got[k] < t.len {
                     // A short read: the rest of it (or the same again).
                     if !stopped && submit(ring, &t, k, got[k]) {
@@ -325,6 +338,53 @@ mod tests {
                     "item {k} of {n}"
                 );
             }
+        }
+    }
+
+    /// A panic asking for an item's target, after others were submitted,
+    /// comes out of `each` once their reads have completed, and a shared
+    /// decoding does not hang on it.
+    #[test]
+    fn a_panic_for_a_target_waits_for_the_reads_in_flight() {
+        if !available() {
+            return;
+        }
+        let (f, bytes) = file(100_000);
+        let mut bufs = vec![vec![0u8; 1000]; 300];
+        let mut items: Vec<(u64, &mut Vec<u8>)> =
+            bufs.iter_mut().enumerate().map(|(k, b)| (k as u64 * 300, b)).collect();
+        let target = |(offset, buf): &mut (u64, &mut Vec<u8>)| {
+            assert!(*offset != 100 * 300, "no target for item 100");
+            Target { file: f.as_file(), offset: *offset, buf: buf.as_mut_ptr(), len: buf.len() }
+        };
+        let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            each(&mut items, target, |_, _| Ok(()), io_err)
+        }));
+        assert!(out.is_err(), "the panic comes out");
+        // The shared decoding on a thread of its own, so that a hang fails
+        // the test instead of stalling the suite.
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let (f, _) = file(100_000);
+            let mut bufs = vec![vec![0u8; 1000]; 300];
+            let mut items: Vec<(u64, &mut Vec<u8>)> =
+                bufs.iter_mut().enumerate().map(|(k, b)| (k as u64 * 300, b)).collect();
+            let target = |(offset, buf): &mut (u64, &mut Vec<u8>)| {
+                assert!(*offset != 100 * 300, "no target for item 100");
+                Target { file: f.as_file(), offset: *offset, buf: buf.as_mut_ptr(), len: buf.len() }
+            };
+            let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                crate::local::cold::each_uring(&mut items, target, |_, _| Ok(()), io_err)
+            }));
+            let _ = tx.send(out.is_err());
+        });
+        let panicked =
+            rx.recv_timeout(std::time::Duration::from_secs(30)).expect("each_uring hung on a panic");
+        assert!(panicked, "the panic comes out of a shared decoding too");
+        // Every read submitted (items before 100) completed before the
+        // panic came out: their bytes are whole.
+        for (k, (offset, buf)) in items.iter().enumerate().take(100) {
+            assert_eq!(&buf[..], &bytes[*offset as usize..*offset as usize + 1000], "item {k}");
         }
     }
 
