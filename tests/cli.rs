@@ -1009,6 +1009,24 @@ fn bench_cold_reports_rounds_and_the_device_limit() {
     );
     assert_eq!(v["backend"], "pread");
     assert!(v["device_limit"].is_null() && v["records_per_s"].as_f64().unwrap() > 0.0, "{v}");
+
+    // --workers: through the loader, cold rounds and a shard of each batch
+    // included (the batches are the sampler's, as without it).
+    let loader = |more: &[&str]| {
+        let mut args: Vec<&dyn AsRef<std::ffi::OsStr>> = vec![&"bench", &dir];
+        let fixed = ["--cold", "--rounds", "2", "--batches", "3", "--batch", "8", "--device-secs", "0"];
+        args.extend(fixed.iter().chain(more).map(|a| a as &dyn AsRef<std::ffi::OsStr>));
+        ok(&args)
+    };
+    let v = &json_lines(&loader(&["--workers", "2", "--shard", "1/2", "--json"]))[0];
+    assert_eq!((v["workers"].as_u64(), v["shard"].as_str()), (Some(2), Some("1/2")), "{v}");
+    for r in v["per_round"].as_array().unwrap() {
+        assert!(r["records_per_s"].as_f64().unwrap() > 0.0 && r["cold_batches"].as_u64() >= Some(1), "{r}");
+    }
+    let text = loader(&["--workers", "2"]);
+    assert!(text.contains("loader       2 workers gathering ahead (prefetch 4)"), "{text}");
+    let err = fails(&[&"bench", &dir, &"--workers", &"0"]);
+    assert!(err.contains("--workers must be at least 1"), "{err}");
 }
 
 #[test]
@@ -1177,6 +1195,23 @@ fn dataset_info_get_checksum_export_bench_and_verify() {
         ]))
         .unwrap();
         assert_eq!(b["len"], 10);
+        // ... and through the loader, over the dataset's column.
+        let b: Value = serde_json::from_str(&ok(&[
+            &"bench",
+            &"--json",
+            &"--column",
+            &"tokens",
+            &"--batch",
+            &"4",
+            &"--batches",
+            &"3",
+            &"--workers",
+            &"2",
+            &root,
+        ]))
+        .unwrap();
+        assert_eq!((b["len"].as_u64(), b["workers"].as_u64()), (Some(10), Some(2)), "{b}");
+        assert!(b["records_per_s"].as_f64().unwrap() > 0.0, "{b}");
         let err = fails(&[&"bench", &root]);
         assert!(err.contains("--column") && err.contains("x, tokens"), "{err}");
 

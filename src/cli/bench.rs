@@ -48,12 +48,14 @@ use super::common::{parse_shard, size, CliResult, Ctx, Out};
 use super::records::{self, DatasetArgs, Target};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use zrecord::dataset::layout::store_path;
 use zrecord::local::cache;
 use zrecord::location::Location;
 use zrecord::open::{AnyStore, Options};
 use zrecord::remote::CacheStats;
+use zrecord::training::loader::Loader;
 use zrecord::training::sampler::{Mode, Sampler};
 use zrecord::{Backend, Batch, ColdReads, Records};
 
@@ -105,6 +107,11 @@ pub struct Args {
     /// shared out over probes after each round; 0 skips the device limit.
     #[arg(long, default_value_t = 1.0, value_name = "SECS")]
     device_secs: f64,
+    /// Read through the loader, its N worker threads gathering batches
+    /// ahead of this thread (prefetch 2N) as a training job's do, instead
+    /// of one gather at a time; batch times are this thread's waits.
+    #[arg(long, value_name = "N")]
+    workers: Option<usize>,
     /// One JSON object instead of text.
     #[arg(long)]
     json: bool,
@@ -181,8 +188,8 @@ impl Round {
 }
 
 pub fn run(ctx: &Ctx, a: Args) -> CliResult {
-    if a.batch == 0 || a.batches == 0 {
-        return Err("--batch and --batches must be at least 1".into());
+    if a.batch == 0 || a.batches == 0 || a.workers == Some(0) {
+        return Err("--batch, --batches and --workers must be at least 1".into());
     }
     let remote_target = match a.store.to_str() {
         Some(s) => Location::parse(s)?.is_remote(),
@@ -271,7 +278,14 @@ pub fn run(ctx: &Ctx, a: Args) -> CliResult {
         bar.set_message(format!("round {}/{}", r + 1, plan.rounds));
         let remote = store_of(&target).and_then(AnyStore::as_remote);
         let local = store_of(&target).and_then(AnyStore::as_local);
-        let mut round = one_round(&plan, r, target.one(column, "bench")?, (remote, local), &bar)?;
+        // The loader's workers share the store; dropped with the round,
+        // before the next eviction.
+        let shared = match a.workers {
+            Some(_) => Some(target.one_shared(column, "bench")?),
+            None => None,
+        };
+        let records = target.one(column, "bench")?;
+        let mut round = one_round(&plan, r, records, shared, (remote, local), &bar)?;
         round.open_ms = open_ms;
         rounds.push(round);
         // The device right after the round: the host's cache of this VM's
@@ -336,6 +350,7 @@ pub fn run(ctx: &Ctx, a: Args) -> CliResult {
         "warmup": plan.warmup,
         "seed": a.seed,
         "shard": a.shard.map(|(r, w)| format!("{r}/{w}")),
+        "workers": a.workers,
         "cold": a.cold,
         "rounds": plan.rounds,
         "open_ms": med("open_ms"),
@@ -387,6 +402,7 @@ fn one_round(
     plan: &Plan<'_>,
     round: u64,
     records: &dyn Records,
+    shared: Option<Arc<dyn Records>>,
     (remote, local): (Option<&zrecord::remote::BlockingStore>, Option<&zrecord::Store>),
     bar: &indicatif::ProgressBar,
 ) -> CliResult<Round> {
@@ -398,9 +414,28 @@ fn one_round(
     }
     let mut indices = Vec::new();
     let mut batch = Batch::for_store(records.info());
+    // With --workers: the loader, over the same batches as the sampler's.
+    let mut loader = match (shared, a.workers) {
+        (Some(store), Some(workers)) => {
+            let (rank, world) = a.shard.unwrap_or((0, 1));
+            let builder = Loader::builder().stream("bench", store).batch_size(a.batch).mode(Mode::Iid);
+            Some(builder.seed(seed).shard(rank, world).workers(workers).build()?)
+        }
+        _ => None,
+    };
+    // The next batch: `(records, decoded bytes)`.
+    let mut next = |indices: &mut Vec<u64>, batch: &mut Batch| -> CliResult<(u64, u64)> {
+        if let Some(l) = &mut loader {
+            let got = l.next_batch()?;
+            let bytes = got.iter().map(|(_, b)| decoded_bytes(b)).sum();
+            return Ok((got.len() as u64, bytes));
+        }
+        sampler.try_fill_next(indices)?;
+        gather(records, indices, batch)?;
+        Ok((indices.len() as u64, decoded_bytes(batch)))
+    };
     for _ in 0..plan.warmup {
-        sampler.try_fill_next(&mut indices)?;
-        gather(records, &indices, &mut batch)?;
+        next(&mut indices, &mut batch)?;
     }
     let stats0 = remote.map(|r| r.stats());
     let cache0 = zrecord::remote::cache::stats();
@@ -413,12 +448,11 @@ fn one_round(
     let (mut n_records, mut n_bytes) = (0u64, 0u64);
     let t0 = Instant::now();
     for _ in 0..a.batches {
-        sampler.try_fill_next(&mut indices)?;
         let t = Instant::now();
-        gather(records, &indices, &mut batch)?;
+        let (records, bytes) = next(&mut indices, &mut batch)?;
         times.push(t.elapsed().as_secs_f64() * 1e3);
-        n_records += indices.len() as u64;
-        n_bytes += decoded_bytes(&batch);
+        n_records += records;
+        n_bytes += bytes;
         bar.inc(a.batch);
     }
     let secs = t0.elapsed().as_secs_f64();
@@ -572,6 +606,12 @@ fn text(v: &Value) -> Vec<String> {
             }
         ),
     ];
+    if let Some(w) = v["workers"].as_u64() {
+        lines.push(format!(
+            "loader       {w} workers gathering ahead (prefetch {}); batch ms are waits for the next",
+            2 * w
+        ));
+    }
     if let (true, Some(how)) = (v["cold"] == true, v["cold_reads"].as_str()) {
         lines.push(format!("cold reads   {how}"));
     }

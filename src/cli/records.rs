@@ -5,6 +5,7 @@
 use super::common::CliResult;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use zrecord::dataset::{layout, DatasetOptions};
 use zrecord::format::Verify;
 use zrecord::location::Location;
@@ -90,7 +91,7 @@ pub fn for_each_chunk(
 
 /// What a STORE argument names: a store, or a dataset of columns.
 pub enum Target {
-    Store(Box<AnyStore>),
+    Store(Arc<AnyStore>),
     Dataset(Dataset),
 }
 
@@ -156,12 +157,12 @@ pub fn open_target_with(arg: &Path, d: &DatasetArgs, opts: &Options) -> CliResul
             if is_local_dataset(&dir) {
                 as_dataset(&dir.to_string_lossy())?
             } else {
-                Target::Store(Box::new(zrecord::open_with(arg, opts)?))
+                Target::Store(Arc::new(zrecord::open_with(arg, opts)?))
             }
         }
         Some(url) if d.version.is_some() => as_dataset(url)?,
         Some(url) => match zrecord::open_with(arg, opts) {
-            Ok(store) => Target::Store(Box::new(store)),
+            Ok(store) => Target::Store(Arc::new(store)),
             Err(store_err @ Error::NotFound { .. }) => match as_dataset(url) {
                 Err(Error::NotFound { .. }) => {
                     return Err(format!(
@@ -214,6 +215,18 @@ impl Target {
                     .map(|(n, c)| (Some(n), &**c as &dyn Records))
                     .collect(),
             },
+        })
+    }
+
+    /// [`Target::one`], shared: what a loader's workers read.
+    pub fn one_shared(&self, column: Option<&str>, command: &str) -> CliResult<Arc<dyn Records>> {
+        self.one(column, command)?; // one column, or the error saying so
+        Ok(match self {
+            Target::Store(s) => s.clone(),
+            Target::Dataset(ds) => {
+                let name = self.columns(column)?.first().and_then(|c| c.0).unwrap_or_default();
+                ds.stream(name)?.clone()
+            }
         })
     }
 

@@ -1,8 +1,8 @@
 //! A cold batch's reads through io_uring, where the kernel has it: every
 //! read of the batch submitted from the calling thread with one system
 //! call, the completions reaped as they come, and each record handed on
-//! the moment its bytes are in (to be decoded by a pool thread:
-//! `cold::each_uring`). The pool of `pread` threads
+//! the moment its bytes are in (to be decoded by a pool thread, or by the
+//! caller while it waits: `cold::each_uring`). The pool of `pread` threads
 //! (`cold.rs`) paid two context switches and a wake-up per read, and a
 //! virtio doorbell per read on this VM: cold random 2 KiB zstd token blocks
 //! (400,000, batches of 256, `benches/cold_io`) read 67,600-68,300
@@ -50,18 +50,22 @@ pub(crate) fn available() -> bool {
 /// Read every item's [`Target`] (`target(item)`; the buffers of different
 /// items must not overlap, and must stay put until the call returns), then
 /// run `then(k, item)` on this thread as each read completes, until one
-/// fails. `None` when io_uring cannot be used here: nothing was read, and
+/// fails. While reads are in flight and none has completed, `idle()` runs
+/// instead of waiting, as long as it finds work (it returns whether it
+/// did). `None` when io_uring cannot be used here: nothing was read, and
 /// the caller reads the batch another way.
 ///
 /// Every read submitted has completed before this returns, errors and
-/// panics in `then` included: the kernel writes into the items' buffers.
+/// panics in `then` or `idle` included: the kernel writes into the items'
+/// buffers.
 pub(crate) fn each<'f, T>(
     items: &mut [T],
     target: impl Fn(&mut T) -> Target<'f>,
     mut then: impl FnMut(usize, &mut T) -> Result<()>,
+    mut idle: impl FnMut() -> bool,
     io_err: impl Fn(usize, io::Error) -> Error,
 ) -> Option<Result<()>> {
-    imp::with_ring(|ring| imp::run(ring, items, &target, &mut then, &io_err))
+    imp::with_ring(|ring| imp::run(ring, items, &target, &mut then, &mut idle, &io_err))
 }
 
 #[cfg(target_os = "linux")]
@@ -124,6 +128,7 @@ mod imp {
         items: &mut [T],
         target: &impl Fn(&mut T) -> Target<'f>,
         then: &mut impl FnMut(usize, &mut T) -> Result<()>,
+        idle: &mut impl FnMut() -> bool,
         io_err: &impl Fn(usize, io::Error) -> Error,
     ) -> Result<()> {
         let n = items.len();
@@ -158,7 +163,21 @@ mod imp {
             if inflight == 0 {
                 break;
             }
-            wait(ring);
+            // The reads queued on their way to the device, then the
+            // caller's own work until one completes.
+            if !ring.submission().is_empty() {
+                let _ = ring.submit(); // (`wait` submits them when this fails)
+            }
+            if ring.completion().is_empty() {
+                if failed.is_none() && panicked.is_none() {
+                    match panic::catch_unwind(AssertUnwindSafe(&mut *idle)) {
+                        Ok(true) => continue,
+                        Ok(false) => {}
+                        Err(p) => panicked = Some(p),
+                    }
+                }
+                wait(ring);
+            }
             done.clear();
             done.extend(ring.completion().map(|c| (c.user_data() as usize, c.result())));
             for &(k, res) in &done {
@@ -325,6 +344,7 @@ mod tests {
                     *seen += k + 1;
                     Ok(())
                 },
+                || false,
                 io_err,
             );
             result.expect("io_uring available").unwrap();
@@ -358,7 +378,7 @@ mod tests {
             Target { file: f.as_file(), offset: *offset, buf: buf.as_mut_ptr(), len: buf.len() }
         };
         let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            each(&mut items, target, |_, _| Ok(()), io_err)
+            each(&mut items, target, |_, _| Ok(()), || false, io_err)
         }));
         assert!(out.is_err(), "the panic comes out");
         // The shared decoding on a thread of its own, so that a hang fails
@@ -408,7 +428,7 @@ mod tests {
             buf: buf.as_mut_ptr(),
             len: buf.len(),
         };
-        let err = each(&mut items, target, |_, _| Ok(()), io_err).unwrap().unwrap_err();
+        let err = each(&mut items, target, |_, _| Ok(()), || false, io_err).unwrap().unwrap_err();
         assert!(err.to_string().contains("read 7"), "{err}");
 
         items[7].0 = 0;
@@ -424,10 +444,100 @@ mod tests {
                 }
                 Ok(())
             },
+            || false,
             io_err,
         );
         let err = result.unwrap().unwrap_err();
         assert!(err.to_string().contains("stop at 42"), "{err}");
         assert_eq!(after, 0, "then ran after the error");
+    }
+
+    /// A pipe: reads from its end wait until something is written.
+    fn pipe() -> (File, File) {
+        use std::os::fd::FromRawFd;
+        let mut fds = [0; 2];
+        // SAFETY: `fds` has room for the two descriptors `pipe` writes.
+        #[allow(unsafe_code)]
+        let made = unsafe { libc::pipe(fds.as_mut_ptr()) };
+        assert_eq!(made, 0, "pipe: {}", io::Error::last_os_error());
+        // SAFETY: both descriptors were just made, and are owned here alone.
+        #[allow(unsafe_code)]
+        unsafe {
+            (File::from_raw_fd(fds[0]), File::from_raw_fd(fds[1]))
+        }
+    }
+
+    /// Run `f` on a thread of its own, failing if it takes over 30 s (a
+    /// hang fails the test instead of stalling the suite).
+    fn within_30s<R: Send + 'static>(f: impl FnOnce() -> R + Send + 'static) -> R {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(f());
+        });
+        rx.recv_timeout(std::time::Duration::from_secs(30)).expect("each hung")
+    }
+
+    /// While its reads are in flight and none has completed, the caller
+    /// does its own work (`idle`): here the reads are from a pipe, and only
+    /// `idle` writes what they wait for, so the batch ends only if `idle`
+    /// ran while they were in flight. It stops being asked once it finds
+    /// no work.
+    #[test]
+    fn the_caller_works_while_its_reads_are_in_flight() {
+        if !available() {
+            return;
+        }
+        let (calls, filled) = within_30s(|| {
+            use std::io::Write;
+            let (read_end, mut write_end) = pipe();
+            let mut bufs = vec![[0u8; 5]; 2];
+            let mut items: Vec<&mut [u8; 5]> = bufs.iter_mut().collect();
+            let mut calls = 0;
+            let target =
+                |buf: &mut &mut [u8; 5]| Target { file: &read_end, offset: 0, buf: buf.as_mut_ptr(), len: 5 };
+            let idle = || {
+                calls += 1;
+                if calls == 1 {
+                    write_end.write_all(b"0123456789").unwrap(); // both reads' bytes
+                    return true;
+                }
+                false
+            };
+            each(&mut items, target, |_, _| Ok(()), idle, io_err).expect("io_uring available").unwrap();
+            let mut got: Vec<[u8; 5]> = bufs.clone();
+            got.sort();
+            (calls, got)
+        });
+        assert!(calls >= 1, "idle ran");
+        assert_eq!(filled, vec![*b"01234", *b"56789"], "each read got its own 5 bytes");
+    }
+
+    /// A panic in `idle` comes out of `each` only once every read in flight
+    /// has completed (the kernel writes into the buffers until then).
+    #[test]
+    fn a_panic_in_idle_waits_for_the_reads_in_flight() {
+        if !available() {
+            return;
+        }
+        let (panicked, bufs) = within_30s(|| {
+            use std::io::Write;
+            let (read_end, mut write_end) = pipe();
+            let mut bufs = vec![[0u8; 5]; 2];
+            let mut items: Vec<&mut [u8; 5]> = bufs.iter_mut().collect();
+            let target =
+                |buf: &mut &mut [u8; 5]| Target { file: &read_end, offset: 0, buf: buf.as_mut_ptr(), len: 5 };
+            let idle = || {
+                write_end.write_all(b"abcdefghij").unwrap();
+                panic!("idle failed");
+            };
+            let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                each(&mut items, target, |_, _| Ok(()), idle, io_err)
+            }));
+            let mut got = bufs.clone();
+            got.sort();
+            (out.is_err(), got)
+        });
+        assert!(panicked, "the panic comes out");
+        assert_eq!(bufs, vec![*b"abcde", *b"fghij"], "both reads completed before it did");
     }
 }

@@ -13,7 +13,10 @@
 //! (N threads spawned per batch), `ppoolN` (N persistent threads fed by
 //! channels), `uringN` (io_uring buffered reads, N in flight), and with
 //! `O_DIRECT` (4 KiB-aligned records only, e.g. raw 64 KiB): `dpoolN`,
-//! `duringN`. Batches of 256; records/s per round, and the median.
+//! `duringN`; and without a batch's end to wait for, `streamN` (the
+//! round's reads as one queue, N in flight) and `twoN` (two threads, each
+//! its own ring, taking turns at batches, as two loader workers would).
+//! Batches of 256; records/s per round, and the median.
 use io_uring::{opcode, types, IoUring};
 use std::fs::File;
 use std::os::fd::AsRawFd;
@@ -199,6 +202,43 @@ fn main() {
             std::thread::sleep(std::time::Duration::from_millis(50));
             evict(&f);
             let mut secs = 0.0;
+            if let Some(n) = m.strip_prefix("two") {
+                // Two threads, each its own ring, each reading every other
+                // batch (as two loader workers would).
+                let n: usize = n.parse().unwrap();
+                let round: Vec<&Loc> = perm[cursor..cursor + 256 * batches].iter().map(|&i| &all[i]).collect();
+                cursor += 256 * batches;
+                let t = Instant::now();
+                std::thread::scope(|sc| {
+                    for w in 0..2 {
+                        let (round, f, maxlen) = (&round, &f, maxlen);
+                        sc.spawn(move || {
+                            let mut ring = IoUring::new(256).unwrap();
+                            let mut out: Vec<&'static mut [u8]> = (0..256).map(|_| Vec::leak(vec![0u8; maxlen])).collect();
+                            for (b, batch) in round.chunks(256).enumerate() {
+                                if b % 2 == w {
+                                    uring(&mut ring, f, batch, &mut out, n);
+                                }
+                            }
+                        });
+                    }
+                });
+                secs = t.elapsed().as_secs_f64();
+                results[mi].push((batches * 256) as f64 / secs);
+                continue;
+            }
+            if let Some(n) = m.strip_prefix("stream") {
+                // The round's reads as one queue, no batch boundary (what
+                // overlapping batches could reach); buffers reused.
+                let round: Vec<&Loc> = perm[cursor..cursor + 256 * batches].iter().map(|&i| &all[i]).collect();
+                cursor += 256 * batches;
+                let mut bufs: Vec<&'static mut [u8]> = (0..round.len()).map(|k| unsafe { std::slice::from_raw_parts_mut(out[k % 256].as_ptr() as *mut u8, out[k % 256].len()) }).collect();
+                let t = Instant::now();
+                uring(&mut ring, &f, &round, &mut bufs, n.parse().unwrap());
+                secs = t.elapsed().as_secs_f64();
+                results[mi].push((batches * 256) as f64 / secs);
+                continue;
+            }
             for _ in 0..batches {
                 let batch: Vec<&Loc> = perm[cursor..cursor + 256].iter().map(|&i| &all[i]).collect();
                 cursor += 256;
