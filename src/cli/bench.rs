@@ -449,9 +449,9 @@ fn one_round(
     let t0 = Instant::now();
     for _ in 0..a.batches {
         let t = Instant::now();
-        let (records, bytes) = next(&mut indices, &mut batch)?;
+        let (n, bytes) = next(&mut indices, &mut batch)?;
         times.push(t.elapsed().as_secs_f64() * 1e3);
-        n_records += records;
+        n_records += n;
         n_bytes += bytes;
         bar.inc(a.batch);
     }

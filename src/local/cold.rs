@@ -280,9 +280,10 @@ pub(crate) fn each_uring<'f, T: Send>(
                 }
                 Ok(())
             },
-            // While no read has completed, this thread decodes too: records
-            // left undecoded when the last read came in held a batch of
-            // 2 KiB token blocks up by a tenth.
+            // While no read has completed, this thread decodes too: when
+            // the pool thread is on another caller's batch (a loader's
+            // other worker), this batch's records would wait for its last
+            // read.
             || {
                 let k = {
                     let mut q = work::lock(&queue);
