@@ -122,6 +122,37 @@ fn cold_gathers_read_what_warm_ones_read() {
     }
 }
 
+/// The loader's workers gather a cold store at once: every step equals
+/// the same batch gathered warm, and they read cold (at least as many cold
+/// gathers as steps handed out; the race that once sent one worker's batch
+/// through page faults is `residency.rs`'s unit test).
+#[test]
+fn a_loaders_workers_read_a_cold_store_cold() {
+    use zrecord::training::loader::Loader;
+    use zrecord::training::sampler::Mode;
+    let _one = serial();
+    let dir = scratch("loader");
+    write(&dir, true, Codec::Zstd);
+    let warm = Store::open(&dir).unwrap();
+    for round in 0..3 {
+        cache::evict(&dir).unwrap();
+        let store = Arc::new(Store::open(&dir).unwrap());
+        let loader = Loader::builder().stream("s", store.clone()).batch_size(64).mode(Mode::Iid).seed(round);
+        let mut loader = loader.workers(2).build().unwrap();
+        for step in 0..12 {
+            let got = loader.next_batch().unwrap();
+            let want = warm.gather_any(got.indices()).unwrap();
+            let got = got.ragged("s").unwrap();
+            for k in 0..got.len() {
+                assert_eq!(got.record(k), want.record(k), "round {round}, step {step}, record {k}");
+            }
+        }
+        loader.close();
+        // The steps handed out, and those fetched ahead of them.
+        assert!(store.cold_gathers() >= 12, "round {round}: {} of 12+ steps read cold", store.cold_gathers());
+    }
+}
+
 #[test]
 fn a_hostile_location_in_a_cold_gather_is_an_error() {
     let _one = serial();
