@@ -987,6 +987,10 @@ fn bench_cold_reports_rounds_and_the_device_limit() {
     let text =
         ok(&[&"bench", &dir, &"--cold", &"--rounds", &"2", &"--batches", &"2", &"--device-secs", &"0.02"]);
     assert!(text.contains("median of 2 rounds") && text.contains("round 2 "), "{text}");
+    // A small store: its rounds read much of it (where the OS counts reads).
+    if text.contains("from device") {
+        assert!(text.contains("later batches were partly warm"), "{text}");
+    }
     assert!(text.contains("O_DIRECT random reads of 4.00 KiB"), "{text}");
     // --device-secs 0 skips the device; a warm bench has none.
     let v = &json_lines(&ok(&[
