@@ -1185,37 +1185,20 @@ fn dataset_info_get_checksum_export_bench_and_verify() {
         let err = fails(&[&"export", &root, &dir]);
         assert!(err.contains("already exists"), "{err}");
 
-        // bench: one column.
-        let b: Value = serde_json::from_str(&ok(&[
-            &"bench",
-            &"--json",
-            &"--column",
-            &"tokens",
-            &"--batch",
-            &"4",
-            &"--batches",
-            &"3",
-            &root,
-        ]))
-        .unwrap();
-        assert_eq!(b["len"], 10);
-        // ... and through the loader, over the dataset's column.
-        let b: Value = serde_json::from_str(&ok(&[
-            &"bench",
-            &"--json",
-            &"--column",
-            &"tokens",
-            &"--batch",
-            &"4",
-            &"--batches",
-            &"3",
-            &"--workers",
-            &"2",
-            &root,
-        ]))
-        .unwrap();
-        assert_eq!((b["len"].as_u64(), b["workers"].as_u64()), (Some(10), Some(2)), "{b}");
-        assert!(b["records_per_s"].as_f64().unwrap() > 0.0, "{b}");
+        // bench: one column, gathered here and through the loader.
+        let one: [&dyn AsRef<std::ffi::OsStr>; 8] =
+            [&"bench", &"--json", &"--column", &"tokens", &"--batch", &"4", &"--batches", &"3"];
+        for workers in [None, Some("2")] {
+            let mut args = one.to_vec();
+            if let Some(w) = &workers {
+                args.extend([&"--workers" as &dyn AsRef<std::ffi::OsStr>, w]);
+            }
+            args.push(&root);
+            let b: Value = serde_json::from_str(&ok(&args)).unwrap();
+            assert_eq!(b["len"], 10, "{b}");
+            assert_eq!(b["workers"].as_u64(), workers.map(|w| w.parse().unwrap()), "{b}");
+            assert!(b["records_per_s"].as_f64().unwrap() > 0.0, "{b}");
+        }
         let err = fails(&[&"bench", &root]);
         assert!(err.contains("--column") && err.contains("x, tokens"), "{err}");
 

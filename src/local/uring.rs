@@ -294,6 +294,7 @@ mod imp {
 mod tests {
     use super::*;
     use std::io::Write;
+    use std::sync::atomic::Ordering;
 
     /// A file of `len` bytes, byte `i` being `i * 7 % 251`.
     fn file(len: usize) -> (tempfile::NamedTempFile, Vec<u8>) {
@@ -477,6 +478,26 @@ mod tests {
         rx.recv_timeout(std::time::Duration::from_secs(30)).expect("each hung")
     }
 
+    /// Two reads of 5 bytes each from a pipe, through `each` with
+    /// `idle(write_end)` (on a thread of its own, so that a hang fails the
+    /// test): whether a panic came out, and the two buffers, sorted.
+    fn two_pipe_reads(mut idle: impl FnMut(&mut File) -> bool + Send + 'static) -> (bool, Vec<[u8; 5]>) {
+        within_30s(move || {
+            let (read_end, mut write_end) = pipe();
+            let mut bufs = vec![[0u8; 5]; 2];
+            let mut items: Vec<&mut [u8; 5]> = bufs.iter_mut().collect();
+            let target =
+                |buf: &mut &mut [u8; 5]| Target { file: &read_end, offset: 0, buf: buf.as_mut_ptr(), len: 5 };
+            let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                each(&mut items, target, |_, _| Ok(()), || idle(&mut write_end), io_err)
+                    .expect("io_uring available")
+                    .unwrap()
+            }));
+            bufs.sort();
+            (out.is_err(), bufs)
+        })
+    }
+
     /// While its reads are in flight and none has completed, the caller
     /// does its own work (`idle`): here the reads are from a pipe, and only
     /// `idle` writes what they wait for, so the batch ends only if `idle`
@@ -487,29 +508,17 @@ mod tests {
         if !available() {
             return;
         }
-        let (calls, filled) = within_30s(|| {
-            use std::io::Write;
-            let (read_end, mut write_end) = pipe();
-            let mut bufs = vec![[0u8; 5]; 2];
-            let mut items: Vec<&mut [u8; 5]> = bufs.iter_mut().collect();
-            let mut calls = 0;
-            let target =
-                |buf: &mut &mut [u8; 5]| Target { file: &read_end, offset: 0, buf: buf.as_mut_ptr(), len: 5 };
-            let idle = || {
-                calls += 1;
-                if calls == 1 {
-                    write_end.write_all(b"0123456789").unwrap(); // both reads' bytes
-                    return true;
-                }
-                false
-            };
-            each(&mut items, target, |_, _| Ok(()), idle, io_err).expect("io_uring available").unwrap();
-            let mut got: Vec<[u8; 5]> = bufs.clone();
-            got.sort();
-            (calls, got)
+        let calls = std::sync::Arc::new(AtomicU64::new(0));
+        let counted = calls.clone();
+        let (panicked, bufs) = two_pipe_reads(move |write_end| {
+            if counted.fetch_add(1, Ordering::Relaxed) == 0 {
+                write_end.write_all(b"0123456789").unwrap(); // both reads' bytes
+                return true;
+            }
+            false
         });
-        assert!(calls >= 1, "idle ran");
-        assert_eq!(filled, vec![*b"01234", *b"56789"], "each read got its own 5 bytes");
+        assert!(!panicked && calls.load(Ordering::Relaxed) >= 1, "idle ran");
+        assert_eq!(bufs, vec![*b"01234", *b"56789"], "each read got its own 5 bytes");
     }
 
     /// A panic in `idle` comes out of `each` only once every read in flight
@@ -519,23 +528,9 @@ mod tests {
         if !available() {
             return;
         }
-        let (panicked, bufs) = within_30s(|| {
-            use std::io::Write;
-            let (read_end, mut write_end) = pipe();
-            let mut bufs = vec![[0u8; 5]; 2];
-            let mut items: Vec<&mut [u8; 5]> = bufs.iter_mut().collect();
-            let target =
-                |buf: &mut &mut [u8; 5]| Target { file: &read_end, offset: 0, buf: buf.as_mut_ptr(), len: 5 };
-            let idle = || {
-                write_end.write_all(b"abcdefghij").unwrap();
-                panic!("idle failed");
-            };
-            let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                each(&mut items, target, |_, _| Ok(()), idle, io_err)
-            }));
-            let mut got = bufs.clone();
-            got.sort();
-            (out.is_err(), got)
+        let (panicked, bufs) = two_pipe_reads(|write_end| {
+            write_end.write_all(b"abcdefghij").unwrap();
+            panic!("idle failed");
         });
         assert!(panicked, "the panic comes out");
         assert_eq!(bufs, vec![*b"abcde", *b"fghij"], "both reads completed before it did");
