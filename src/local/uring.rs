@@ -362,14 +362,11 @@ mod tests {
         }
     }
 
-    /// A panic asking for an item's target, after others were submitted,
-    /// comes out of `each` once their reads have completed, and a shared
-    /// decoding does not hang on it.
-    #[test]
-    fn a_panic_for_a_target_waits_for_the_reads_in_flight() {
-        if !available() {
-            return;
-        }
+    /// 300 reads of 1,000 bytes, whose 101st has no target (a panic),
+    /// through `each` or (`shared`) with the decoding shared
+    /// (`cold::each_uring`): whether the panic came out, the buffers, and
+    /// the file's bytes.
+    fn a_panic_at_item_100(shared: bool) -> (bool, Vec<Vec<u8>>, Vec<u8>) {
         let (f, bytes) = file(100_000);
         let mut bufs = vec![vec![0u8; 1000]; 300];
         let mut items: Vec<(u64, &mut Vec<u8>)> =
@@ -378,34 +375,30 @@ mod tests {
             assert!(*offset != 100 * 300, "no target for item 100");
             Target { file: f.as_file(), offset: *offset, buf: buf.as_mut_ptr(), len: buf.len() }
         };
-        let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            each(&mut items, target, |_, _| Ok(()), || false, io_err)
+        let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match shared {
+            true => crate::local::cold::each_uring(&mut items, target, |_, _| Ok(()), io_err),
+            false => each(&mut items, target, |_, _| Ok(()), || false, io_err),
         }));
-        assert!(out.is_err(), "the panic comes out");
-        // The shared decoding on a thread of its own, so that a hang fails
-        // the test instead of stalling the suite.
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let (f, _) = file(100_000);
-            let mut bufs = vec![vec![0u8; 1000]; 300];
-            let mut items: Vec<(u64, &mut Vec<u8>)> =
-                bufs.iter_mut().enumerate().map(|(k, b)| (k as u64 * 300, b)).collect();
-            let target = |(offset, buf): &mut (u64, &mut Vec<u8>)| {
-                assert!(*offset != 100 * 300, "no target for item 100");
-                Target { file: f.as_file(), offset: *offset, buf: buf.as_mut_ptr(), len: buf.len() }
-            };
-            let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                crate::local::cold::each_uring(&mut items, target, |_, _| Ok(()), io_err)
-            }));
-            let _ = tx.send(out.is_err());
-        });
-        let panicked =
-            rx.recv_timeout(std::time::Duration::from_secs(30)).expect("each_uring hung on a panic");
-        assert!(panicked, "the panic comes out of a shared decoding too");
-        // Every read submitted (items before 100) completed before the
-        // panic came out: their bytes are whole.
-        for (k, (offset, buf)) in items.iter().enumerate().take(100) {
-            assert_eq!(&buf[..], &bytes[*offset as usize..*offset as usize + 1000], "item {k}");
+        (out.is_err(), bufs, bytes)
+    }
+
+    /// A panic asking for an item's target, after others were submitted,
+    /// comes out of `each` once their reads have completed, and a shared
+    /// decoding (on a thread of its own: a hang fails the test) does not
+    /// hang on it.
+    #[test]
+    fn a_panic_for_a_target_waits_for_the_reads_in_flight() {
+        if !available() {
+            return;
+        }
+        for shared in [false, true] {
+            let (panicked, bufs, bytes) = within_30s(move || a_panic_at_item_100(shared));
+            assert!(panicked, "the panic comes out (shared decoding: {shared})");
+            // Every read submitted (items before 100) completed before the
+            // panic came out: their bytes are whole.
+            for (k, buf) in bufs.iter().enumerate().take(100) {
+                assert_eq!(&buf[..], &bytes[k * 300..k * 300 + 1000], "item {k} (shared decoding: {shared})");
+            }
         }
     }
 
