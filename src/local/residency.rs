@@ -64,7 +64,7 @@ impl Residency {
         // The count starts again only once a probe has found the store
         // warm: started before it, a batch on another thread meanwhile (a
         // loader's other worker) took it for a warm probe's and went
-        // through page faults unprobed, cold as it was (steps of 170-260
+        // through page faults unprobed, cold as it was (steps of 150-305
         // ms, cold 64 KiB records, against 20-50).
         let cold = (0..PROBES).any(|k| out_of_memory(k * n / PROBES));
         match cold {
