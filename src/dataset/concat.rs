@@ -31,6 +31,9 @@ pub struct Concat {
     per_record: f64,
 }
 
+/// [`Split::slot`] of a shard with no group.
+const NO_GROUP: u32 = u32::MAX;
+
 /// A gather's indices, grouped by shard (shards in first-touched order).
 #[derive(Debug, Default)]
 pub struct Split {
@@ -38,11 +41,13 @@ pub struct Split {
     pub groups: Vec<Group>,
     /// Records gathered.
     pub len: usize,
-    /// Groups kept for the next split, and each shard's group in this one
-    /// ([`Concat::split_into`]; a table of every shard, tried instead,
-    /// cost a fresh split of a 10,000-shard dataset 160 KB).
+    /// Groups kept for the next split ([`Concat::split_into`]).
     spare: Vec<Group>,
-    slot: HashMap<usize, usize, ByShard>,
+    /// Each shard's group in this split ([`NO_GROUP`] for none): a table
+    /// of every shard, kept from split to split and reset where the last
+    /// one wrote (4 bytes a shard, once per thread; a map's hashing cost a
+    /// batch of 256 over 64 shards about 1% of its gather).
+    slot: Vec<u32>,
     /// [`Split::places`].
     places: Vec<(usize, usize)>,
 }
@@ -150,25 +155,30 @@ impl Concat {
         if let Some(&bad) = indices.iter().find(|&&i| i >= len) {
             return Err(Error::IndexOutOfRange { store: self.name.clone(), index: bad, len });
         }
+        for g in &split.groups {
+            split.slot[g.shard] = NO_GROUP;
+        }
         split.spare.append(&mut split.groups);
         split.places.clear();
-        split.slot.clear();
-        split.slot.reserve(indices.len().min(self.starts.len()));
-        let mut last: Option<(usize, usize)> = None; // (shard, group) of the previous index
+        let shards = self.starts.len() - 1;
+        if split.slot.len() < shards {
+            split.slot.resize(shards, NO_GROUP);
+        }
         for (p, &i) in indices.iter().enumerate() {
             let (k, local) = self.locate(i);
-            let g = match last {
-                Some((shard, g)) if shard == k => g,
-                _ => *split.slot.entry(k).or_insert_with(|| {
+            let g = match split.slot[k] {
+                NO_GROUP => {
                     let mut group = split.spare.pop().unwrap_or_default();
                     group.shard = k;
                     group.local.clear();
                     group.positions.clear();
                     split.groups.push(group);
-                    split.groups.len() - 1
-                }),
+                    let g = split.groups.len() - 1;
+                    split.slot[k] = g as u32; // fewer than the shards a manifest of MAX_MANIFEST_BYTES names
+                    g
+                }
+                g => g as usize,
             };
-            last = Some((k, g));
             let group = &mut split.groups[g];
             split.places.push((g, group.local.len()));
             group.local.push(local);
@@ -181,8 +191,8 @@ impl Concat {
 
 /// Maps keyed by shard number: hashed by one multiplication (Fibonacci
 /// hashing), not SipHash, whose rounds cost a batch of 256 over 64 shards
-/// about 1% of its gather (grouping its indices, finding its open shards). Shard numbers come from the manifest, not from
-/// an attacker choosing keys to collide.
+/// about 1% of its gather (finding its open shards). Shard numbers come
+/// from the manifest, not from an attacker choosing keys to collide.
 type ByShard = BuildHasherDefault<ShardHasher>;
 
 /// The hasher of [`ByShard`].
@@ -429,9 +439,10 @@ mod tests {
             vec![1, 10_000, 1, 1, 5000, 0, 0, 7],
             vec![5],
         ];
+        // One split reused across datasets too (a thread's), from more shards to fewer.
+        let mut split = Split::default();
         for lengths in shapes {
             let c = concat(&lengths);
-            let mut split = Split::default();
             for _ in 0..20 {
                 let idx: Vec<u64> = (0..1 + next(300)).map(|_| next(c.len())).collect();
                 for &i in &idx {
