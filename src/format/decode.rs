@@ -1,26 +1,22 @@
 //! Decoding stored records into the caller's buffer, and assembling batches.
 
-use super::{header::Codec, loc::RecordLoc, ragged, store_info::StoreInfo};
-use crate::codec::{self, Dict};
+use super::{header::Codec, loc::RecordLoc, ragged, store_core::StoreCore, store_info::StoreInfo};
+use crate::codec;
 use crate::format::batch::RaggedBatch;
 use crate::{Error, Result};
 use std::ops::Range;
 
 /// Decode one stored record (`src`, its `phys_length` bytes) into `dst`
-/// (exactly `logic_length` bytes).
+/// (exactly `logic_length` bytes), as `codec` says: the plan's copy of the
+/// store's codec, so that a batch over many stores (a dataset's 60 shards)
+/// reads nothing of theirs but a dictionary and, for an error, the name.
 ///
 /// # Errors
 /// `CorruptRecord` when the frame fails or decodes to another size.
 #[inline]
-pub fn decode_record(
-    info: &StoreInfo,
-    index: u64,
-    dict: Option<&Dict>,
-    src: &[u8],
-    dst: &mut [u8],
-) -> Result<()> {
-    let corrupt = |why: String| Error::CorruptRecord { store: info.name.clone(), index, why };
-    match info.codec() {
+pub fn decode_record(core: &StoreCore, codec: Codec, index: u64, src: &[u8], dst: &mut [u8]) -> Result<()> {
+    let corrupt = |why: String| Error::CorruptRecord { store: core.info().name.clone(), index, why };
+    match codec {
         Codec::Raw => {
             if src.len() != dst.len() {
                 return Err(corrupt(format!("{} stored bytes for {} decoded", src.len(), dst.len())));
@@ -29,7 +25,7 @@ pub fn decode_record(
             Ok(())
         }
         Codec::Zstd => codec::decompress_exact(src, dst, None).map_err(corrupt),
-        Codec::ZstdDict => codec::decompress_exact(src, dst, dict).map_err(corrupt),
+        Codec::ZstdDict => codec::decompress_exact(src, dst, core.dict()).map_err(corrupt),
     }
 }
 
