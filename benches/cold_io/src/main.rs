@@ -148,6 +148,63 @@ fn uring(ring: &mut IoUring, f: &File, batch: &[&Loc], out: &mut [&'static mut [
     }
 }
 
+/// Like [`uring`] with `O_DIRECT`, but each record read into 4 KiB pages
+/// scattered over `pages` (one iovec a page): as a buffered read fills
+/// order-0 page-cache folios, to tell whether scattered pages are what
+/// makes buffered reads slower on this VM.
+fn uring_scattered(ring: &mut IoUring, f: &File, batch: &[&Loc], pages: &[*mut u8], depth: usize) {
+    let fd = types::Fd(f.as_raw_fd());
+    let per = batch[0].len / 4096;
+    let iovs: Vec<libc::iovec> = (0..batch.len() * per)
+        .map(|k| libc::iovec { iov_base: pages[k % pages.len()].cast(), iov_len: 4096 })
+        .collect();
+    let (mut next, mut done, mut inflight) = (0, 0, 0);
+    while done < batch.len() {
+        while inflight < depth && next < batch.len() {
+            let l = batch[next];
+            assert_eq!(l.len, per * 4096, "scattered reads want records of one length, pages whole");
+            let e = opcode::Readv::new(fd, iovs[next * per..].as_ptr(), per as u32)
+                .offset(l.off)
+                .build()
+                .user_data(next as u64);
+            unsafe { ring.submission().push(&e).unwrap() };
+            next += 1;
+            inflight += 1;
+        }
+        ring.submit_and_wait(1).unwrap();
+        for c in ring.completion() {
+            let k = c.user_data() as usize;
+            assert_eq!(c.result(), batch[k].len as i32, "short read {k}");
+            done += 1;
+            inflight -= 1;
+        }
+    }
+}
+
+/// Physically contiguous runs of 4 KiB pages in `buf` (root reads
+/// /proc/self/pagemap's frame numbers; 0 when it cannot).
+fn physical_runs(buf: &[u8]) -> usize {
+    use std::io::{Read, Seek, SeekFrom};
+    let Ok(mut pm) = File::open("/proc/self/pagemap") else { return 0 };
+    let mut runs = 0;
+    let mut last = u64::MAX;
+    for page in buf.chunks(4096) {
+        let va = page.as_ptr() as u64 / 4096;
+        let mut e = [0u8; 8];
+        pm.seek(SeekFrom::Start(va * 8)).unwrap();
+        pm.read_exact(&mut e).unwrap();
+        let pfn = u64::from_le_bytes(e) & ((1 << 55) - 1);
+        if pfn == 0 {
+            return 0;
+        }
+        if pfn != last.wrapping_add(1) {
+            runs += 1;
+        }
+        last = pfn;
+    }
+    runs
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let store = &args[1];
@@ -185,6 +242,22 @@ fn main() {
             std::slice::from_raw_parts_mut(p, maxlen)
         })
         .collect();
+    // Pages for `dscatter`: every other page of a region touched in a
+    // shuffled order, handed out shuffled.
+    let region = Vec::leak(vec![0u8; 256 * (maxlen / 4096) * 2 * 4096 + 4096]);
+    let base = region.as_ptr().align_offset(4096);
+    let mut pages: Vec<*mut u8> =
+        (0..256 * (maxlen / 4096)).map(|k| unsafe { region.as_mut_ptr().add(base + 2 * k * 4096) }).collect();
+    for i in (1..pages.len()).rev() {
+        pages.swap(i, rng.next() as usize % (i + 1));
+    }
+    for &p in &pages {
+        unsafe { p.write_volatile(1) };
+    }
+    let scattered: Vec<u8> = pages[..16].iter().map(|&p| unsafe { *p }).collect();
+    out.iter_mut().for_each(|b| b.fill(0));
+    let runs: Vec<usize> = out.iter().take(8).map(|b| physical_runs(&b[..maxlen])).collect();
+    eprintln!("physical runs of 4 KiB pages in the first O_DIRECT buffers: {runs:?} ({} scattered pages)", scattered.len());
     let direct = {
         use std::os::unix::fs::OpenOptionsExt;
         std::fs::OpenOptions::new()
@@ -227,6 +300,44 @@ fn main() {
                 results[mi].push((batches * 256) as f64 / secs);
                 continue;
             }
+            if let Some((n, aligned)) =
+                m.strip_prefix("probe").map(|n| (n, 4096u64)).or_else(|| m.strip_prefix("prec").map(|n| (n, 0)))
+            {
+                // N threads of O_DIRECT preads, as `zrecord bench`'s device
+                // probe: at random 4 KiB-aligned offsets (`probe`) or at the
+                // round's records (`prec`).
+                let n: usize = n.parse().unwrap();
+                let size = f.metadata().unwrap().len();
+                let round: Vec<u64> = perm[cursor..cursor + 256 * batches]
+                    .iter()
+                    .map(|&i| match aligned {
+                        0 => all[i].off,
+                        a => rng.next() % ((size - maxlen as u64) / a) * a,
+                    })
+                    .collect();
+                cursor += 256 * batches;
+                let next = AtomicUsize::new(0);
+                let t = Instant::now();
+                std::thread::scope(|sc| {
+                    for _ in 0..n {
+                        let (round, next, direct) = (&round, &next, &direct);
+                        sc.spawn(move || {
+                            let buf = unsafe {
+                                let p = std::alloc::alloc_zeroed(std::alloc::Layout::from_size_align(maxlen, 4096).unwrap());
+                                std::slice::from_raw_parts_mut(p, maxlen)
+                            };
+                            loop {
+                                let k = next.fetch_add(1, Ordering::Relaxed);
+                                let Some(&off) = round.get(k) else { break };
+                                direct.read_exact_at(buf, off).unwrap();
+                            }
+                        });
+                    }
+                });
+                secs = t.elapsed().as_secs_f64();
+                results[mi].push((batches * 256) as f64 / secs);
+                continue;
+            }
             if let Some(n) = m.strip_prefix("stream") {
                 // The round's reads as one queue, no batch boundary (what
                 // overlapping batches could reach); buffers reused.
@@ -252,6 +363,8 @@ fn main() {
                     pool(&f, &batch, &mut out, n.parse().unwrap());
                 } else if let Some(n) = m.strip_prefix("dpool") {
                     pool(&direct, &batch, &mut out, n.parse().unwrap());
+                } else if let Some(n) = m.strip_prefix("dscatter") {
+                    uring_scattered(&mut ring, &direct, &batch, &pages, n.parse().unwrap());
                 } else if let Some(n) = m.strip_prefix("during") {
                     uring(&mut ring, &direct, &batch, &mut out, n.parse().unwrap());
                 } else if let Some(n) = m.strip_prefix("uring") {
