@@ -304,8 +304,8 @@ export interface InitOutput {
     readonly store_openFiles: (a: any, b: number) => any;
     readonly store_stats: (a: number) => any;
     readonly store_url: (a: number, b: number) => void;
-    readonly __wasm_bindgen_func_elem_861: (a: number, b: number, c: number, d: any) => void;
-    readonly __wasm_bindgen_func_elem_874: (a: number, b: number, c: any, d: any) => void;
+    readonly __wasm_bindgen_func_elem_860: (a: number, b: number, c: number, d: any) => void;
+    readonly __wasm_bindgen_func_elem_873: (a: number, b: number, c: any, d: any) => void;
     readonly __wbindgen_export: (a: number, b: number) => number;
     readonly __wbindgen_export2: (a: number, b: number, c: number, d: number) => number;
     readonly __wbindgen_export3: (a: number, b: number, c: number) => void;

@@ -905,7 +905,7 @@ function __wbg_get_imports() {
                     const a = state0.a;
                     state0.a = 0;
                     try {
-                        return __wasm_bindgen_func_elem_874(a, state0.b, arg0, arg1);
+                        return __wasm_bindgen_func_elem_873(a, state0.b, arg0, arg1);
                     } finally {
                         state0.a = a;
                     }
@@ -939,7 +939,7 @@ function __wbg_get_imports() {
                     const a = state0.a;
                     state0.a = 0;
                     try {
-                        return __wasm_bindgen_func_elem_874(a, state0.b, arg0, arg1);
+                        return __wasm_bindgen_func_elem_873(a, state0.b, arg0, arg1);
                     } finally {
                         state0.a = a;
                     }
@@ -1070,7 +1070,7 @@ function __wbg_get_imports() {
         },
         __wbindgen_generic_0000000000000001: function(arg0, arg1) {
             // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [Externref], shim_idx: 204, ret: Result(Unit), inner_ret: Some(Result(Unit)) }, mutable: true }) -> Externref`.
-            const ret = makeMutClosure(arg0, arg1, __wasm_bindgen_func_elem_861);
+            const ret = makeMutClosure(arg0, arg1, __wasm_bindgen_func_elem_860);
             return ret;
         },
         __wbindgen_generic_0000000000000002: function(arg0) {
@@ -1098,14 +1098,14 @@ function __wbg_get_imports() {
     };
 }
 
-function __wasm_bindgen_func_elem_874(arg0, arg1, arg2, arg3) {
-    wasm.__wasm_bindgen_func_elem_874(arg0, arg1, arg2, arg3);
+function __wasm_bindgen_func_elem_873(arg0, arg1, arg2, arg3) {
+    wasm.__wasm_bindgen_func_elem_873(arg0, arg1, arg2, arg3);
 }
 
-function __wasm_bindgen_func_elem_861(arg0, arg1, arg2) {
+function __wasm_bindgen_func_elem_860(arg0, arg1, arg2) {
     try {
         const retptr = wasm.__wbindgen_add_to_stack_pointer(-16) >>> 0;
-        wasm.__wasm_bindgen_func_elem_861(retptr, arg0, arg1, arg2);
+        wasm.__wasm_bindgen_func_elem_860(retptr, arg0, arg1, arg2);
         var r0 = getDataViewMemory0().getInt32(retptr + 4 * 0, true);
         var r1 = getDataViewMemory0().getInt32(retptr + 4 * 1, true);
         if (r1) {

@@ -11,6 +11,7 @@ use crate::format::{FileSizes, Header, Schema, StoreCore, StoreInfo, PAGE_SIZE};
 use crate::{Error, Result};
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
+use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -35,39 +36,101 @@ pub struct Concat {
 const NO_GROUP: u32 = u32::MAX;
 
 /// A gather's indices, grouped by shard (shards in first-touched order).
+/// Every group's indices lie in one array, group after group (a counting
+/// sort), not in two vectors per group: a batch of 256 over 64 shards
+/// touches a few contiguous KiB instead of 128 small vectors, out of cache
+/// after the last batch's decoding (its split took 5-6 µs, not 8-9).
 #[derive(Debug, Default)]
 pub struct Split {
     /// One group per shard touched.
     pub groups: Vec<Group>,
     /// Records gathered.
     pub len: usize,
-    /// Groups kept for the next split ([`Concat::split_into`]).
-    spare: Vec<Group>,
+    /// The groups' indices within their shards, group after group.
+    local: Vec<u64>,
+    /// Where each of `local` lands in the gathered batch.
+    positions: Vec<usize>,
     /// Each shard's group in this split ([`NO_GROUP`] for none): a table
-    /// of every shard, kept from split to split and reset where the last
+    /// of the shards, kept from split to split and reset where the last
     /// one wrote (4 bytes a shard, once per thread; a map's hashing cost a
     /// batch of 256 over 64 shards about 1% of its gather).
     slot: Vec<u32>,
     /// [`Split::places`].
     places: Vec<(usize, usize)>,
+    /// Each record's index in its shard, in gather order (while grouping).
+    keyed: Vec<u64>,
 }
 
 /// The records of one shard in a gather.
 #[derive(Debug, Default, Clone)]
 pub struct Group {
-    /// The shard's position in the manifest.
+    /// The shard's position in the manifest (or a mixture's source).
     pub shard: usize,
-    /// Indices within the shard, in gather order.
-    pub local: Vec<u64>,
-    /// Where each lands in the gathered batch.
-    pub positions: Vec<usize>,
+    /// Its records' place in [`Split::local`] and [`Split::positions`].
+    at: Range<usize>,
 }
 
 impl Split {
+    /// Group records by shard: `keys` gives each record's (shard, index
+    /// within the shard), in gather order.
+    pub fn group(&mut self, keys: impl Iterator<Item = (usize, u64)>) {
+        for g in &self.groups {
+            self.slot[g.shard] = NO_GROUP;
+        }
+        self.groups.clear();
+        self.places.clear();
+        self.keyed.clear();
+        // Each record's group and its place there (counted in `at.end`).
+        for (k, local) in keys {
+            if k >= self.slot.len() {
+                self.slot.resize(k + 1, NO_GROUP);
+            }
+            let g = match self.slot[k] {
+                NO_GROUP => {
+                    self.groups.push(Group { shard: k, at: 0..0 });
+                    let g = self.groups.len() - 1;
+                    // Fewer groups than shards, which a manifest of at most
+                    // MAX_MANIFEST_BYTES (or a mixture's sources) counts in a u32.
+                    self.slot[k] = g as u32;
+                    g
+                }
+                g => g as usize,
+            };
+            let group = &mut self.groups[g];
+            self.places.push((g, group.at.end));
+            group.at.end += 1;
+            self.keyed.push(local);
+        }
+        let mut start = 0;
+        for group in &mut self.groups {
+            group.at = start..start + group.at.end;
+            start = group.at.end;
+        }
+        let n = self.keyed.len();
+        self.local.resize(n, 0);
+        self.positions.resize(n, 0);
+        for (p, (&(g, j), &local)) in self.places.iter().zip(&self.keyed).enumerate() {
+            let at = self.groups[g].at.start + j;
+            self.local[at] = local;
+            self.positions[at] = p;
+        }
+        self.len = n;
+    }
+
     /// Whether the whole gather is one shard's, in order (gather straight
     /// into the caller's batch).
     pub fn is_one_group(&self) -> bool {
         self.groups.len() == 1
+    }
+
+    /// Group `g`'s indices within its shard, in gather order.
+    pub fn local(&self, g: &Group) -> &[u64] {
+        &self.local[g.at.clone()]
+    }
+
+    /// Where each of group `g`'s records lands in the gathered batch.
+    pub fn positions(&self, g: &Group) -> &[usize] {
+        &self.positions[g.at.clone()]
     }
 
     /// `items` (one per position of the gather) handed to the groups: each
@@ -76,7 +139,7 @@ impl Split {
     pub fn per_group<T>(&self, items: Vec<T>) -> Vec<Vec<T>> {
         let mut items: Vec<Option<T>> = items.into_iter().map(Some).collect();
         let mut take = |p: usize| items[p].take().expect("each position in one group once");
-        self.groups.iter().map(|g| g.positions.iter().map(|&p| take(p)).collect()).collect()
+        self.groups.iter().map(|g| self.positions(g).iter().map(|&p| take(p)).collect()).collect()
     }
 
     /// Where each record of the gather is, in gather order: its group, and
@@ -155,36 +218,7 @@ impl Concat {
         if let Some(&bad) = indices.iter().find(|&&i| i >= len) {
             return Err(Error::IndexOutOfRange { store: self.name.clone(), index: bad, len });
         }
-        for g in &split.groups {
-            split.slot[g.shard] = NO_GROUP;
-        }
-        split.spare.append(&mut split.groups);
-        split.places.clear();
-        let shards = self.starts.len() - 1;
-        if split.slot.len() < shards {
-            split.slot.resize(shards, NO_GROUP);
-        }
-        for (p, &i) in indices.iter().enumerate() {
-            let (k, local) = self.locate(i);
-            let g = match split.slot[k] {
-                NO_GROUP => {
-                    let mut group = split.spare.pop().unwrap_or_default();
-                    group.shard = k;
-                    group.local.clear();
-                    group.positions.clear();
-                    split.groups.push(group);
-                    let g = split.groups.len() - 1;
-                    split.slot[k] = g as u32; // fewer than the shards a manifest of MAX_MANIFEST_BYTES names
-                    g
-                }
-                g => g as usize,
-            };
-            let group = &mut split.groups[g];
-            split.places.push((g, group.local.len()));
-            group.local.push(local);
-            group.positions.push(p);
-        }
-        split.len = indices.len();
+        split.group(indices.iter().map(|&i| self.locate(i)));
         Ok(())
     }
 }
@@ -254,7 +288,7 @@ pub fn assemble_ragged(
 ) -> Result<()> {
     let mut from = vec![(0usize, 0usize); split.len];
     for (g, group) in split.groups.iter().enumerate() {
-        for (j, &p) in group.positions.iter().enumerate() {
+        for (j, &p) in split.positions(group).iter().enumerate() {
             from[p] = (g, j);
         }
     }
@@ -283,7 +317,7 @@ pub fn assemble_ragged(
 /// back to back) into `out` in gather order.
 pub fn scatter_rows(split: &Split, parts: &[&[u8]], row: usize, out: &mut [u8]) {
     for (group, part) in split.groups.iter().zip(parts) {
-        for (j, &p) in group.positions.iter().enumerate() {
+        for (j, &p) in split.positions(group).iter().enumerate() {
             out[p * row..(p + 1) * row].copy_from_slice(&part[j * row..(j + 1) * row]);
         }
     }
@@ -452,7 +486,7 @@ mod tests {
                 c.split_into(&idx, &mut split).unwrap();
                 let fresh = c.split(&idx).unwrap();
                 let groups = |s: &Split| -> Vec<_> {
-                    s.groups.iter().map(|g| (g.shard, g.local.clone(), g.positions.clone())).collect()
+                    s.groups.iter().map(|g| (g.shard, s.local(g).to_vec(), s.positions(g).to_vec())).collect()
                 };
                 assert_eq!(groups(&split), groups(&fresh));
                 assert_eq!(split.len, idx.len());
@@ -464,8 +498,11 @@ mod tests {
     fn splits_and_assembles_in_gather_order() {
         let c = concat(&[3, 2, 4]);
         let split = c.split(&[8, 0, 4, 1, 8, 3]).unwrap();
-        let got: Vec<_> =
-            split.groups.iter().map(|g| (g.shard, g.local.clone(), g.positions.clone())).collect();
+        let got: Vec<_> = split
+            .groups
+            .iter()
+            .map(|g| (g.shard, split.local(g).to_vec(), split.positions(g).to_vec()))
+            .collect();
         assert_eq!(
             got,
             [(2, vec![3, 3], vec![0, 4]), (0, vec![0, 1], vec![1, 3]), (1, vec![1, 0], vec![2, 5])]

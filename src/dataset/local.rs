@@ -163,7 +163,7 @@ impl LocalColumn {
         let places = split.places();
         self.residency.is_cold(places.len(), |j| {
             let (g, k) = places[j];
-            stores[g].out_of_memory(split.groups[g].local[k])
+            stores[g].out_of_memory(split.local(&split.groups[g])[k])
         })
     }
 
@@ -178,12 +178,12 @@ impl LocalColumn {
     fn fill_rows_split(&self, split: &Split, rows: &mut [&mut [u8]]) -> Result<()> {
         if split.is_one_group() {
             let g = &split.groups[0];
-            return self.shard(g.shard)?.gather_rows(&g.local, rows);
+            return self.shard(g.shard)?.gather_rows(split.local(g), rows);
         }
         let stores = self.stores(split)?;
         let cold = self.is_cold(split, &stores);
         let parts = (stores.iter().zip(&split.groups))
-            .map(|(store, g)| store.dense_part(&g.local, cold))
+            .map(|(store, g)| store.dense_part(split.local(g), cold))
             .collect::<Result<Vec<Part<'_>>>>()?;
         let records = Parts::many(&parts, split.places());
         match cold {
@@ -206,7 +206,7 @@ impl Records for LocalColumn {
         let split = self.concat.split(indices)?;
         let mut out = vec![RecordLoc::default(); indices.len()];
         for g in &split.groups {
-            for (&p, loc) in g.positions.iter().zip(self.shard(g.shard)?.raw_locs(&g.local)?) {
+            for (&p, loc) in split.positions(g).iter().zip(self.shard(g.shard)?.raw_locs(split.local(g))?) {
                 out[p] = loc;
             }
         }
@@ -228,7 +228,7 @@ impl Records for LocalColumn {
             if split.is_one_group() {
                 let g = &split.groups[0];
                 let store = self.shard(g.shard)?;
-                store.gather_dense_batch(&g.local, batch)?;
+                store.gather_dense_batch(split.local(g), batch)?;
                 batch.dtype.clone_from(self.core.info().dtype());
                 return Ok(());
             }
@@ -255,12 +255,12 @@ impl Records for LocalColumn {
         self.with_split(indices, |split| {
             if split.is_one_group() {
                 let g = &split.groups[0];
-                return self.shard(g.shard)?.gather_ragged_into(&g.local, batch);
+                return self.shard(g.shard)?.gather_ragged_into(split.local(g), batch);
             }
             let stores = self.stores(split)?;
             let cold = self.is_cold(split, &stores);
             let parts = (stores.iter().zip(&split.groups))
-                .map(|(store, g)| store.ragged_part(&g.local, cold))
+                .map(|(store, g)| store.ragged_part(split.local(g), cold))
                 .collect::<Result<Vec<Part<'_>>>>()?;
             let records = Parts::many(&parts, split.places());
             // Every shard's locations checked first, into one batch's, then one

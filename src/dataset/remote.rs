@@ -153,7 +153,7 @@ impl<T: RangeRead, O: Fn(&str) -> Result<T>> RemoteColumn<T, O> {
             .map(|g| -> LocalBoxFuture<'a, Result<V>> {
                 Box::pin(async move {
                     let store = self.shard(g.shard).await?;
-                    let v = each(store.clone(), &g.local).await?;
+                    let v = each(store.clone(), split.local(g)).await?;
                     self.check_data(g.shard, &store)?;
                     Ok(v)
                 })
@@ -171,7 +171,7 @@ impl<T: RangeRead, O: Fn(&str) -> Result<T>> RemoteColumn<T, O> {
         let split = self.concat.split(indices)?;
         let mut out = vec![RecordLoc::default(); indices.len()];
         self.fan_out(&split, &|s, local| Box::pin(async move { s.raw_locs(local).await }), |g, locs| {
-            for (&p, loc) in split.groups[g].positions.iter().zip(locs) {
+            for (&p, loc) in split.positions(&split.groups[g]).iter().zip(locs) {
                 out[p] = loc;
             }
             Ok(())
@@ -202,7 +202,7 @@ impl<T: RangeRead, O: Fn(&str) -> Result<T>> RemoteColumn<T, O> {
             },
             |g, part| {
                 let rows = part.data.as_slice();
-                for (j, &p) in split.groups[g].positions.iter().enumerate() {
+                for (j, &p) in split.positions(&split.groups[g]).iter().enumerate() {
                     out[p * row..(p + 1) * row].copy_from_slice(&rows[j * row..(j + 1) * row]);
                 }
                 Ok(())

@@ -201,8 +201,6 @@ struct Buffers {
 #[derive(Default)]
 struct Parts {
     split: Split,
-    /// Source → its group + 1 (0: none yet), for [`by_source`].
-    slot: Vec<usize>,
     ragged: Vec<RaggedBatch>,
 }
 
@@ -304,7 +302,7 @@ impl<T> Shared<T> {
         let mixed = self.sources.len() > 1;
         let mut split = std::mem::take(&mut gathered.parts.split);
         if mixed {
-            by_source(&gathered.sources, &gathered.indices, &mut split, &mut gathered.parts.slot);
+            by_source(&gathered.sources, &gathered.indices, &mut split);
         }
         for i in 0..self.names.len() {
             stage.set(Some(i));
@@ -370,30 +368,8 @@ impl Draw {
 
 /// A mixed step's records grouped by source (the dataset's plan for
 /// shards), into `split`, whose vectors are kept from step to step.
-fn by_source(sources: &[u32], indices: &[u64], split: &mut Split, slot: &mut Vec<usize>) {
-    let mut used = 0;
-    slot.clear();
-    for (p, (&s, &i)) in sources.iter().zip(indices).enumerate() {
-        let s = s as usize;
-        if slot.len() <= s {
-            slot.resize(s + 1, 0);
-        }
-        if slot[s] == 0 {
-            if used == split.groups.len() {
-                split.groups.push(Group::default());
-            }
-            let g = &mut split.groups[used];
-            (g.shard, used) = (s, used + 1);
-            g.local.clear();
-            g.positions.clear();
-            slot[s] = used;
-        }
-        let g = &mut split.groups[slot[s] - 1];
-        g.local.push(i);
-        g.positions.push(p);
-    }
-    split.groups.truncate(used);
-    split.len = indices.len();
+fn by_source(sources: &[u32], indices: &[u64], split: &mut Split) {
+    split.group(sources.iter().zip(indices).map(|(&s, &i)| (s as usize, i)));
 }
 
 /// Gather stream `i` of a mixed step: each source's records, then put in
@@ -410,7 +386,7 @@ fn gather_mixed(
         return sources[0][i].gather_batch_into(&[], out);
     };
     if split.is_one_group() {
-        return first.gather_batch_into(&split.groups[0].local, out);
+        return first.gather_batch_into(split.local(&split.groups[0]), out);
     }
     let n = split.groups.len();
     out.fit(first.info());
@@ -433,13 +409,13 @@ fn gather_mixed(
             }
             let rows = split.per_group(batch.data.as_mut_slice().chunks_mut(row).collect());
             each_source(first, split.groups.iter().zip(rows), |(g, mut rows)| {
-                store(g).gather_rows(&g.local, &mut rows)
+                store(g).gather_rows(split.local(g), &mut rows)
             })?;
         }
         Batch::Ragged(batch) => {
             parts.ragged.resize_with(n, RaggedBatch::default);
             let groups = split.groups.iter().zip(&mut parts.ragged);
-            each_source(first, groups, |(g, part)| store(g).gather_ragged_into(&g.local, part))?;
+            each_source(first, groups, |(g, part)| store(g).gather_ragged_into(split.local(g), part))?;
             assemble_ragged(&first.info().name, split, &parts.ragged[..n], first.dtype().alignment(), batch)?;
         }
     }
