@@ -124,16 +124,15 @@ fn willneed_pread(f: &File, batch: &[&Loc], out: &mut [&'static mut [u8]], threa
 
 fn uring(ring: &mut IoUring, f: &File, batch: &[&Loc], out: &mut [&'static mut [u8]], depth: usize) {
     let fd = types::Fd(f.as_raw_fd());
-    let mut next = 0;
-    let mut done = 0;
-    let mut inflight = 0;
+    ring_reads(ring, batch, depth, |k| opcode::Read::new(fd, out[k].as_mut_ptr(), batch[k].len as u32).offset(batch[k].off).build());
+}
+
+/// Read `batch` through `ring`, `depth` in flight, read `k` being `sqe(k)`.
+fn ring_reads(ring: &mut IoUring, batch: &[&Loc], depth: usize, mut sqe: impl FnMut(usize) -> io_uring::squeue::Entry) {
+    let (mut next, mut done, mut inflight) = (0, 0, 0);
     while done < batch.len() {
         while inflight < depth && next < batch.len() {
-            let l = batch[next];
-            let e = opcode::Read::new(fd, out[next].as_mut_ptr(), l.len as u32)
-                .offset(l.off)
-                .build()
-                .user_data(next as u64);
+            let e = sqe(next).user_data(next as u64);
             unsafe { ring.submission().push(&e).unwrap() };
             next += 1;
             inflight += 1;
@@ -155,30 +154,11 @@ fn uring(ring: &mut IoUring, f: &File, batch: &[&Loc], out: &mut [&'static mut [
 fn uring_scattered(ring: &mut IoUring, f: &File, batch: &[&Loc], pages: &[*mut u8], depth: usize) {
     let fd = types::Fd(f.as_raw_fd());
     let per = batch[0].len / 4096;
+    assert!(batch.iter().all(|l| l.len == per * 4096), "scattered reads want records of one length, pages whole");
     let iovs: Vec<libc::iovec> = (0..batch.len() * per)
         .map(|k| libc::iovec { iov_base: pages[k % pages.len()].cast(), iov_len: 4096 })
         .collect();
-    let (mut next, mut done, mut inflight) = (0, 0, 0);
-    while done < batch.len() {
-        while inflight < depth && next < batch.len() {
-            let l = batch[next];
-            assert_eq!(l.len, per * 4096, "scattered reads want records of one length, pages whole");
-            let e = opcode::Readv::new(fd, iovs[next * per..].as_ptr(), per as u32)
-                .offset(l.off)
-                .build()
-                .user_data(next as u64);
-            unsafe { ring.submission().push(&e).unwrap() };
-            next += 1;
-            inflight += 1;
-        }
-        ring.submit_and_wait(1).unwrap();
-        for c in ring.completion() {
-            let k = c.user_data() as usize;
-            assert_eq!(c.result(), batch[k].len as i32, "short read {k}");
-            done += 1;
-            inflight -= 1;
-        }
-    }
+    ring_reads(ring, batch, depth, |k| opcode::Readv::new(fd, iovs[k * per..].as_ptr(), per as u32).offset(batch[k].off).build());
 }
 
 /// Physically contiguous runs of 4 KiB pages in `buf` (root reads
